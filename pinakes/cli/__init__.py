@@ -1,0 +1,84 @@
+"""The ``pnk`` command line: a thin face over :class:`pinakes.KB`.
+
+Each command group lives in its own module; plugins add commands through the
+``register_commands`` hook, called when ``main`` runs (never at import time, so
+a broken plugin cannot break importing the CLI).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import PinakesError
+
+
+class PinakesGroup(click.Group):
+    """Turns typed Pinakes errors into one clear line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PinakesError as exc:
+            if os.environ.get("PINAKES_RAISE_ERRORS"):
+                raise
+            raise click.ClickException(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+        except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
+            if os.environ.get("PINAKES_RAISE_ERRORS"):
+                raise
+            raise click.ClickException(
+                f"unexpected {type(exc).__name__}: {exc} "
+                "(set PINAKES_RAISE_ERRORS=1 for the traceback, and please report it)"
+            ) from None
+
+
+@click.group(cls=PinakesGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="pnk")
+def cli() -> None:
+    """Pinakes: hybrid search, typed links and a free graph over a folder of Markdown.
+
+    \b
+    Start with:  pnk init   then   pnk sync   then   pnk search "your question"
+    Every command finds its knowledge base with --kb, else by walking up from
+    the current folder to pinakes.toml.
+    """
+
+
+from . import core  # noqa: E402,F401  (registers the core commands)
+
+_commands_loaded = False
+
+
+def load_plugin_commands() -> None:
+    """Let plugins add their commands, each on its own so one failure is contained."""
+    global _commands_loaded
+    if _commands_loaded:
+        return
+    _commands_loaded = True
+    from ..plugins import load_plugins, pm
+
+    load_plugins()
+    for impl in pm.hook.register_commands.get_hookimpls():
+        try:
+            impl.function(**{name: cli for name in impl.argnames})
+        except Exception as exc:
+            if os.environ.get("PINAKES_STRICT_PLUGINS") == "1":
+                raise
+            click.echo(
+                f"Warning: plugin {impl.plugin_name!r} failed to add its commands ({exc})", err=True
+            )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    load_plugin_commands()
+    cli(prog_name="pnk")

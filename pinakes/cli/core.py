@@ -1,0 +1,281 @@
+"""Core commands: init, sync, status, search, show, plugins."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..kb import KB
+from . import cli
+
+
+def kb_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--kb PATH``: which knowledge base (default: the one enclosing the current folder)."""
+    return click.option(
+        "--kb",
+        "kb_path",
+        envvar="PINAKES_KB",
+        metavar="PATH",
+        help="Knowledge base folder (default: walk up from here to pinakes.toml).",
+    )(f)
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("json_", "--json", is_flag=True, help="Print JSON for scripts.")(f)
+
+
+def open_kb(kb_path: str | None) -> KB:
+    """Open the KB named by ``--kb`` or found from the current folder."""
+    return KB.open(kb_path)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--name", help="KB name (a slug, unique in your fleet). Default: the folder name.")
+def init(directory: Path, name: str | None) -> None:
+    """Make DIRECTORY (default: here) a knowledge base: writes pinakes.toml.
+
+    Also adds `.pinakes/` (the derived, disposable index) to .gitignore.
+    Refuses to overwrite an existing pinakes.toml.
+    """
+    kb = KB.init(directory, name=name)
+    click.echo(f"Created {kb.root / 'pinakes.toml'} (kb name: {kb.name}).")
+    click.echo("Next: `pnk sync` to index it, then `pnk search \"...\"`.")
+
+
+class _Progress:
+    """A progress bar on stderr, shown only on a terminal and only for long phases."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.phase = ""
+        self.shown = 0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        if phase != self.phase:
+            self.close()
+            label = {"scan": "Scanning ", "embed": "Embedding"}.get(phase, phase)
+            self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            self.bar.__enter__()
+            self.phase = phase
+            self.shown = 0
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@cli.command()
+@kb_option
+@click.option("--rebuild", is_flag=True, help="Drop the index and rebuild it (embeddings stay cached).")
+@click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another running sync.")
+@click.option("-q", "--quiet", is_flag=True, help="Print problems and the summary only.")
+@json_option
+def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bool) -> None:
+    """Index what changed since the last sync. Free: no LLM ever runs here.
+
+    Unchanged files cost a stat; changed ones are re-chunked and re-embedded
+    (cached vectors are reused). Documents without a sidecar get one with a
+    fresh id. Problems (malformed files, links out of the KB, ...) are listed
+    and never stop the rest of the KB from syncing.
+    """
+    kb = open_kb(kb_path)
+    progress = _Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
+    try:
+        report = kb.sync(rebuild=rebuild, progress=progress, lock_wait=wait)
+    finally:
+        progress.close()
+    if json_:
+        echo_json(report.to_dict())
+        return
+    if not quiet:
+        for rel in report.sidecars_created[:20]:
+            click.echo(f"  new sidecar {rel}")
+        if len(report.sidecars_created) > 20:
+            click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
+    for problem in report.problems:
+        click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
+    click.echo(f"{kb.name}: {report.summary()}")
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+@cli.command()
+@kb_option
+@json_option
+def status(kb_path: str | None, json_: bool) -> None:
+    """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    kb = open_kb(kb_path)
+    info = kb.status()
+    if json_:
+        echo_json(info)
+        return
+    click.echo(f"{info['name']}  ({info['root']})")
+    if not info.get("indexed"):
+        click.echo("  not indexed yet: run `pnk sync`")
+        return
+    rows = [
+        ("documents", info["documents"]),
+        ("chunks", info["chunks"]),
+        ("vectors", f"{info['vectors']} x {info['dim']}d"),
+        ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
+        ("last sync", info["last_sync"]),
+        ("embedder", info["embedder"]),
+        ("schema", info["schema"]),
+        ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
+    ]
+    for key, extra in info.items():
+        if key.startswith("count_"):
+            rows.append((key[6:].replace("_", " "), extra))
+    for label, value in rows:
+        click.echo(f"  {label:<10} {value}")
+
+
+def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> str:
+    out = []
+    last = 0
+    for a, b in spans:
+        out.append(snippet[last:a])
+        out.append(click.style(snippet[a:b], bold=True, fg="yellow"))
+        last = b
+    out.append(snippet[last:])
+    return "".join(out)
+
+
+@cli.command()
+@click.argument("query")
+@kb_option
+@click.option("-k", "k", type=click.IntRange(1, 50), help="How many hits (default: [retrieval] k).")
+@click.option("--entity", "entities", multiple=True, metavar="X",
+              help="An exact name or phrase to boost lexically (repeatable).")
+@click.option("--concept", "concepts", multiple=True, metavar="Y",
+              help="A concept blended into the query's meaning (repeatable).")
+@click.option("--channel", help="Graph channel for this query: off, or an installed one (e.g. expand).")
+@json_option
+def search(query: str, kb_path: str | None, k: int | None, entities: tuple[str, ...],
+           concepts: tuple[str, ...], channel: str | None, json_: bool) -> None:
+    """Hybrid search: BM25 and embeddings together, fused; offline and free."""
+    kb = open_kb(kb_path)
+    result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel)
+    if json_:
+        echo_json(result.to_dict())
+        return
+    if not result.hits:
+        click.echo("No matches.")
+        return
+    for i, hit in enumerate(result.hits, 1):
+        heading = " > ".join(hit.heading_path)
+        ranks = " ".join(f"{name}#{rank}" if rank else f"{name}:-" for name, rank in hit.ranks.items())
+        click.echo(
+            click.style(f"{i:>2}. {hit.title}", bold=True)
+            + click.style(f"  {hit.path}:{hit.start_line}", fg="cyan")
+        )
+        if heading:
+            click.echo(f"    § {heading}")
+        click.echo("    " + _highlight(hit.snippet, hit.highlights))
+        click.echo(click.style(f"    score {hit.score:.4f}  {ranks}", dim=True))
+    conf = "unknown" if result.confidence is None else f"{result.confidence:.2f}"
+    line = f"confidence: {conf}"
+    if result.abstained:
+        line += " (abstains: nothing here looks good enough)"
+    click.echo(click.style(line, dim=True))
+
+
+@cli.command()
+@click.argument("doc")
+@kb_option
+@json_option
+def show(doc: str, kb_path: str | None, json_: bool) -> None:
+    """Show one document: metadata, sections, links. DOC is a ULID, path or exact title."""
+    kb = open_kb(kb_path)
+    info = kb.show(doc)
+    if json_:
+        echo_json(info)
+        return
+    click.echo(click.style(info["title"], bold=True))
+    click.echo(f"  id       {info['doc_id']}{'  (provisional)' if info['provisional_id'] else ''}")
+    click.echo(f"  path     {info['path']}")
+    click.echo(f"  sidecar  {info['sidecar']}")
+    if info["tags"]:
+        click.echo(f"  tags     {', '.join(info['tags'])}")
+    desc = info["front_matter"].get("description") if isinstance(info["front_matter"], dict) else None
+    if desc:
+        click.echo(f"  about    {desc}")
+    for problem in info["problems"]:
+        click.echo(click.style(f"  problem  {problem}", fg="yellow"))
+    click.echo("  sections")
+    for s in info["sections"]:
+        heading = " > ".join(s["heading_path"]) or "(preamble)"
+        click.echo(f"    {s['ordinal']:>3}  {heading}  (lines {s['lines'][0]}-{s['lines'][1]})")
+    links = info.get("links") or []
+    if links:
+        click.echo("  links")
+        for link in links:
+            click.echo(f"    {link.get('rel', 'links-to')} -> {link.get('to')}")
+    for key in ("outgoing", "incoming"):
+        if info.get(key):
+            click.echo(f"  {key}")
+            for link in info[key]:
+                click.echo(f"    {link}")
+
+
+@cli.command(name="plugins")
+@click.option("--all", "all_", is_flag=True, help="Include the built-in default plugins.")
+@json_option
+def plugins_cmd(all_: bool, json_: bool) -> None:
+    """List installed plugins, their versions and what each registers."""
+    from .. import plugins
+
+    regs = plugins.registrations()
+    infos = plugins.plugin_infos(include_defaults=all_)
+    data = [
+        {
+            "name": info.name,
+            "version": info.version,
+            "default": info.default,
+            "hooks": info.hooks,
+            "registers": {k: v for k, v in regs.get(info.name, {}).items() if v},
+            **({"error": info.error} if info.error else {}),
+        }
+        for info in infos
+    ]
+    if json_:
+        echo_json(data)
+        return
+    if not data:
+        click.echo("No plugins installed (`pnk plugins --all` shows the built-in ones).")
+        return
+    for p in data:
+        version = f" {p['version']}" if p["version"] else ""
+        tag = " (built-in)" if p["default"] else ""
+        click.echo(click.style(f"{p['name']}{version}{tag}", bold=True))
+        if p.get("error"):
+            click.echo(click.style(f"  failed to load: {p['error']}", fg="red"))
+            continue
+        for hook, ids in p["registers"].items():
+            click.echo(f"  {hook}: {', '.join(ids)}")
+        others = [h for h in p["hooks"] if h not in p["registers"]]
+        if others:
+            click.echo(f"  hooks: {', '.join(others)}")

@@ -1,0 +1,176 @@
+"""``pinakes.toml``: reading it with defaults, writing a fresh one, finding the KB."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, KBNotFound
+
+CONFIG_NAME = "pinakes.toml"
+STATE_DIR = ".pinakes"
+DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
+
+DEFAULT_EXCLUDE = [".pinakes/**", ".git/**", "node_modules/**", "**/.*/**"]
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "kb": {
+        "name": "",
+        "include": ["**/*.md"],
+        "exclude": DEFAULT_EXCLUDE,
+        "template": "",
+        "sidecars": "beside",
+        "max_file_mb": 10.0,
+    },
+    "embedding": {"model": DEFAULT_EMBEDDER, "batch_size": 32},
+    "retrieval": {
+        "k": 10,
+        "rrf_k": 60,
+        "graph_channel": "off",
+        "adjacent_k": 8,
+        "abstain_below": 0.25,
+        "candidates": 100,
+        "tokenizer": "porter",
+        "lexical_weight": 1.0,
+        "dense_weight": 1.0,
+        "graph_weight": 1.0,
+        "dense_floor": 0.15,
+        "dense_temperature": 0.1,
+        "concept_weight": 0.5,
+        "salience_prior": 0.0,
+        "link_distance_rerank": 0.0,
+    },
+    "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},
+    "llm": {"backend": "", "model": ""},
+}
+
+TOKENIZERS = ("porter", "unicode61", "trigram")
+
+TEMPLATE = """\
+# Pinakes knowledge base. Every key is optional; the defaults are shown commented out.
+# Reference: https://github.com/pinakes/pinakes/blob/main/docs/configuration.md
+
+[kb]
+name = "{name}"                # slug, unique in your fleet
+# include = ["**/*.md"]
+# exclude = [".pinakes/**", ".git/**", "node_modules/**", "**/.*/**"]
+# sidecars = "beside"          # or a folder such as ".pinakes-meta" for a parallel tree
+# max_file_mb = 10             # larger Markdown files are skipped with a warning
+
+[embedding]
+# model = "minilm-l6-v2-int8"
+
+[retrieval]
+# k = 10
+# rrf_k = 60
+# graph_channel = "off"        # "off", "expand", "ppr" or any installed channel
+# adjacent_k = 8
+# abstain_below = 0.25
+# tokenizer = "porter"         # "unicode61" (no stemming) or "trigram" (CJK, substrings)
+"""
+
+
+@dataclass
+class Config:
+    """A KB's settings: the file's values merged over :data:`DEFAULTS`."""
+
+    root: Path
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One table of the config, defaults filled in."""
+        return self.data.get(name, {})
+
+    @property
+    def name(self) -> str:
+        return str(self.data["kb"]["name"] or slugify(self.root.name))
+
+    @property
+    def kb(self) -> dict[str, Any]:
+        return self.data["kb"]
+
+    @property
+    def retrieval(self) -> dict[str, Any]:
+        return self.data["retrieval"]
+
+    @property
+    def embedder_id(self) -> str:
+        return str(self.data["embedding"]["model"])
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+
+def slugify(text: str) -> str:
+    """A KB name usable in URIs and the fleet registry."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug or "kb"
+
+
+def load_config(root: Path) -> Config:
+    """Read ``root/pinakes.toml``; unknown tables are kept for plugins."""
+    path = root / CONFIG_NAME
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise KBNotFound(f"no {CONFIG_NAME} in {root}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    data: dict[str, dict[str, Any]] = {}
+    for table, defaults in DEFAULTS.items():
+        given = raw.get(table, {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"{path}: [{table}] must be a table")
+        merged = dict(defaults)
+        for key, value in given.items():
+            if key in defaults and defaults[key] is not None and not _same_kind(
+                defaults[key], value
+            ):
+                raise ConfigError(
+                    f"{path}: [{table}] {key} should be {type(defaults[key]).__name__}, "
+                    f"got {value!r}"
+                )
+            merged[key] = value
+        data[table] = merged
+    for table, value in raw.items():
+        data.setdefault(table, value if isinstance(value, dict) else {})
+    tok = data["retrieval"]["tokenizer"]
+    if tok not in TOKENIZERS:
+        raise ConfigError(f"{path}: [retrieval] tokenizer must be one of {', '.join(TOKENIZERS)}")
+    return Config(root=root, data=data)
+
+
+def _same_kind(default: Any, value: Any) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, type(default))
+
+
+def find_kb_root(start: Path | None = None) -> Path:
+    """Walk up from ``start`` (default: the current folder) to a ``pinakes.toml``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise KBNotFound(
+        f"no Pinakes knowledge base here: no {CONFIG_NAME} in {here} or any parent "
+        "(run `pnk init` to create one, or pass --kb PATH)"
+    )
+
+
+def user_dir() -> Path:
+    """Where user-level state (the fleet registry) lives; ``PINAKES_USER_PATH`` overrides."""
+    env = os.environ.get("PINAKES_USER_PATH")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "pinakes"

@@ -1,0 +1,152 @@
+"""File-system helpers: atomic writes and a KB walk that never leaves the KB."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``path`` so that readers see the old or the new file, never half of one.
+
+    Truth files (sidecars, ``pinakes.toml``) go through here: a temporary file
+    in the same folder, fsync, then rename over the target.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a gitignore-like glob (``**`` spans folders, ``*`` does not)."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(rel: str, patterns: Iterable[str]) -> bool:
+    """True when the POSIX relative path ``rel`` matches one of ``patterns``."""
+    return any(glob_regex(p).match(rel) for p in patterns)
+
+
+@dataclass(frozen=True)
+class WalkProblem:
+    """Something the walk refused to follow, reported to the user."""
+
+    path: str
+    message: str
+
+
+def walk_kb(
+    root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem]
+) -> Iterator[tuple[str, Path]]:
+    """Yield ``(relative posix path, absolute path)`` of every included file.
+
+    Symlinks are followed only while they resolve inside ``root``; a link that
+    leaves the KB or loops is reported in ``problems`` and never read.
+    """
+    root = root.resolve()
+    seen_dirs: set[str] = set()
+    seen_files: set[str] = set()
+
+    def inside(real: str) -> bool:
+        return real == str(root) or real.startswith(str(root) + os.sep)
+
+    def visit(folder: Path, rel_folder: str) -> Iterator[tuple[str, Path]]:
+        real = os.path.realpath(folder)
+        if real in seen_dirs:
+            problems.append(WalkProblem(rel_folder or ".", "symlink loop: folder already visited"))
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(WalkProblem(rel_folder or ".", f"cannot list folder: {exc.strerror}"))
+            return
+        for entry in entries:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            path = Path(entry.path)
+            is_link = entry.is_symlink()
+            if is_link:
+                target = os.path.realpath(path)
+                if not inside(target):
+                    if _could_include(rel, include, exclude, entry):
+                        problems.append(
+                            WalkProblem(rel, "symlink points outside the knowledge base; not followed")
+                        )
+                    continue
+                if not os.path.exists(target):
+                    problems.append(WalkProblem(rel, "broken symlink"))
+                    continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+            except OSError:
+                problems.append(WalkProblem(rel, "symlink loop"))
+                continue
+            if is_dir:
+                if matches_any(rel + "/", exclude) or matches_any(rel, exclude):
+                    continue
+                yield from visit(path, rel)
+                continue
+            if matches_any(rel, exclude) or not matches_any(rel, include):
+                continue
+            real_file = os.path.realpath(path)
+            if real_file in seen_files:
+                continue
+            seen_files.add(real_file)
+            yield rel, path
+
+    yield from visit(root, "")
+
+
+def _could_include(rel: str, include: list[str], exclude: list[str], entry: os.DirEntry) -> bool:
+    if matches_any(rel, exclude):
+        return False
+    return matches_any(rel, include) or not entry.name.endswith((".yaml", ".yml"))

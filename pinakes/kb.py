@@ -1,0 +1,291 @@
+"""The library API: one :class:`KB` is the product; the CLI, MCP server and eval are faces of it.
+
+>>> kb = KB.open("examples/retrieval-kb")      # doctest: +SKIP
+>>> kb.sync()                                   # doctest: +SKIP
+>>> kb.search("how does late interaction work").hits[0].title  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import plugins
+from .config import CONFIG_NAME, TEMPLATE, Config, load_config, slugify
+from .config import find_kb_root as _find_root
+from .errors import AmbiguousDocument, DocumentNotFound, KBNotFound, UnknownEmbedder
+from .fsutil import atomic_write
+from .search import DenseIndex, SearchResult, hybrid_search
+from .sidecar import is_ulid
+from .store import Store
+from .sync import ProgressFn, SyncReport, sync_kb
+
+GITIGNORE_LINE = ".pinakes/"
+
+
+class KB:
+    """A knowledge base: a folder with ``pinakes.toml``, its documents and its derived store."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.root = config.root
+        self._embedder: Any = None
+        self._reader: Store | None = None
+        self._reader_ino: int | None = None
+        self._dense: DenseIndex | None = None
+        self._idf_cache: dict[str, Any] = {}
+        self._calibration: Any = None
+
+    def __repr__(self) -> str:
+        return f"KB({str(self.root)!r})"
+
+    # --- opening ---------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> KB:
+        """Open the KB at ``path``, or the one enclosing the current folder."""
+        if path is None:
+            root = _find_root()
+        else:
+            p = Path(path).expanduser()
+            if not p.exists():
+                raise KBNotFound(f"no such folder: {p}")
+            root = p.resolve() if (p / CONFIG_NAME).is_file() else _find_root(p)
+        return cls(load_config(root))
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str] = ".", name: str | None = None) -> KB:
+        """Create ``pinakes.toml`` (never overwriting one) and ignore ``.pinakes/`` in git."""
+        root = Path(path).expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise KBNotFound(f"{root} is not a folder")
+        root.mkdir(parents=True, exist_ok=True)
+        cfg = root / CONFIG_NAME
+        if cfg.exists():
+            raise KBNotFound(f"{cfg} already exists; not overwriting it")
+        slug = slugify(name or root.name)
+        atomic_write(cfg, TEMPLATE.format(name=slug))
+        gi = root / ".gitignore"
+        lines = gi.read_text(encoding="utf-8").splitlines() if gi.exists() else []
+        if not any(line.strip() in (GITIGNORE_LINE, ".pinakes", "/.pinakes/") for line in lines):
+            body = "\n".join(lines + [GITIGNORE_LINE]) + "\n"
+            atomic_write(gi, body)
+        return cls(load_config(root))
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # --- components --------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Any:
+        """The configured embedder, constructed once (it loads its model lazily)."""
+        if self._embedder is None:
+            available = plugins.get_embedders()
+            wanted = self.config.embedder_id
+            if wanted not in available:
+                known = ", ".join(sorted(available)) or "none"
+                raise UnknownEmbedder(f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
+            self._embedder = available[wanted]()
+        return self._embedder
+
+    def graph_channels(self) -> dict[str, Any]:
+        """Installed graph channels by name."""
+        return plugins.get_graph_channels()
+
+    @property
+    def signature(self) -> str:
+        return Store.signature_for(
+            str(self.config.retrieval["tokenizer"]), self.config.embedder_id, plugins.get_store_schemas()
+        )
+
+    def open_store_for_write(self, rebuild: bool = False) -> tuple[Store, bool]:
+        """Open the store for a sync, rebuilding it when its signature changed."""
+        return Store.open_for_write(
+            self.config.state_dir, self.signature, str(self.config.retrieval["tokenizer"]),
+            plugins.get_store_schemas(), rebuild=rebuild,
+        )
+
+    def reader(self) -> Store:
+        """The read connection, reopened when a rebuild replaced the file under it."""
+        path = self.config.state_dir / "index.db"
+        try:
+            ino = path.stat().st_ino
+        except FileNotFoundError:
+            ino = None
+        if self._reader is None or ino != self._reader_ino:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+            self._dense = None
+            self._reader = Store.open_for_read(self.config.state_dir, self.signature)
+            self._reader_ino = ino
+        return self._reader
+
+    def dense_index(self, store: Store) -> DenseIndex:
+        """The vector matrix of the store's current generation (reloaded after a sync)."""
+        gen = store.generation
+        if self._dense is None or self._dense.generation != gen:
+            ids, matrix = store.load_vectors(self.embedder.dim)
+            self._dense = DenseIndex(gen, ids, matrix)
+        return self._dense
+
+    def invalidate(self) -> None:
+        """Forget cached reader state (after this process synced)."""
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = None
+        self._dense = None
+        self._idf_cache.clear()
+
+    def close(self) -> None:
+        self.invalidate()
+
+    # --- the verbs ---------------------------------------------------------------
+
+    def sync(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
+             lock_wait: float = 30.0) -> SyncReport:
+        """Index what changed (free: no LLM ever runs here)."""
+        return sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+
+    def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
+               concepts: Sequence[str] = (), channel: str | None = None) -> SearchResult:
+        """Hybrid search; see :mod:`pinakes.search`."""
+        return hybrid_search(self, query, k=k, entities=entities, concepts=concepts, channel=channel)
+
+    def confidence(self, hits: list[Any], lists: Any, cosines: np.ndarray) -> float | None:
+        """Calibrated probability that the hits hold the evidence; None when uncalibrated."""
+        return None
+
+    def status(self) -> dict[str, Any]:
+        """Counts and facts about the store, for ``pnk status`` and ``pinakes_kbs``."""
+        out: dict[str, Any] = {"name": self.name, "root": str(self.root)}
+        db = self.config.state_dir / "index.db"
+        if not db.exists():
+            out["indexed"] = False
+            return out
+        store = self.reader()
+        with store.snapshot() as conn:
+            out["indexed"] = True
+            out["documents"] = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+            out["chunks"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            out["vectors"] = conn.execute(
+                "SELECT count(*) FROM chunks WHERE vec IS NOT NULL"
+            ).fetchone()[0]
+            last = store.get_meta("last_sync")
+            out["last_sync"] = (
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None
+            )
+            out["generation"] = store.generation
+            out["schema"] = store.get_meta("signature")
+            out["embedder"] = store.get_meta("embedder")
+            out["dim"] = int(store.get_meta("dim") or 0)
+            out["problems"] = len(store.document_problems())
+        size = 0
+        for f in self.config.state_dir.iterdir():
+            if f.name.startswith("index.db"):
+                size += f.stat().st_size
+        out["store_bytes"] = size
+        cache = self.config.state_dir / "cache.db"
+        out["cache_bytes"] = cache.stat().st_size if cache.exists() else 0
+        return out
+
+    # --- documents -----------------------------------------------------------------
+
+    def resolve(self, ref: str) -> dict[str, Any]:
+        """Find one document by ULID, ``pnk://`` URI, KB-relative path or unique title."""
+        ref = str(ref).strip()
+        if not ref:
+            raise DocumentNotFound("empty document reference")
+        store = self.reader()
+        conn = store.conn
+        cols = "doc, ulid, path, title, tags, meta, sidecar_path, provisional, problems"
+        candidate = ref.removeprefix("pnk://")
+        if "/" not in candidate and is_ulid(candidate.upper()):
+            rows = conn.execute(
+                f"SELECT {cols} FROM documents WHERE ulid = ?", (candidate.upper(),)
+            ).fetchall()
+            if len(rows) > 1:
+                raise AmbiguousDocument(
+                    f"id {candidate} is claimed by {len(rows)} documents: "
+                    + ", ".join(r["path"] for r in rows)
+                )
+            if rows:
+                return dict(rows[0])
+            raise DocumentNotFound(f"no document with id {candidate} in {self.name}")
+        rel = self._relative(ref)
+        if rel is not None:
+            row = conn.execute(f"SELECT {cols} FROM documents WHERE path = ?", (rel,)).fetchone()
+            if row:
+                return dict(row)
+        rows = conn.execute(
+            f"SELECT {cols} FROM documents WHERE title = ? COLLATE NOCASE", (ref,)
+        ).fetchall()
+        if len(rows) == 1:
+            return dict(rows[0])
+        if len(rows) > 1:
+            raise AmbiguousDocument(
+                f"{len(rows)} documents are titled {ref!r}: "
+                + ", ".join(r["path"] for r in rows) + " (use a path or id)"
+            )
+        raise DocumentNotFound(f"no document {ref!r} in {self.name} (try a path, id or exact title)")
+
+    def _relative(self, ref: str) -> str | None:
+        """A KB-relative POSIX path for ``ref`` if it names a path inside the KB."""
+        p = Path(ref)
+        if p.is_absolute():
+            try:
+                return p.resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                return None
+        cwd_based = (Path.cwd() / p)
+        try:
+            rel = cwd_based.resolve().relative_to(self.root).as_posix()
+            if (self.root / rel).exists():
+                return rel
+        except ValueError:
+            pass
+        norm = os.path.normpath(ref).replace(os.sep, "/").lstrip("/")
+        if norm.startswith("../"):
+            return None
+        return norm
+
+    def show(self, ref: str) -> dict[str, Any]:
+        """A document's metadata and sections (``pnk show``)."""
+        row = self.resolve(ref)
+        conn = self.reader().conn
+        sections = [
+            {
+                "ordinal": r["ordinal"],
+                "heading_path": json.loads(r["heading_path"]),
+                "lines": [r["start_line"], r["end_line"]],
+                "chars": len(r["text"]),
+            }
+            for r in conn.execute(
+                "SELECT ordinal, heading_path, start_line, end_line, text FROM chunks "
+                "WHERE doc = ? ORDER BY ordinal",
+                (row["doc"],),
+            )
+        ]
+        meta = json.loads(row["meta"])
+        return {
+            "doc_id": row["ulid"],
+            "uri": f"pnk://{row['ulid']}",
+            "kb": self.name,
+            "title": row["title"],
+            "path": row["path"],
+            "sidecar": row["sidecar_path"],
+            "tags": json.loads(row["tags"]),
+            "front_matter": meta.get("front_matter", {}),
+            "links": meta.get("sidecar", {}).get("links", []),
+            "provisional_id": bool(row["provisional"]),
+            "problems": json.loads(row["problems"]),
+            "sections": sections,
+        }

@@ -1,0 +1,927 @@
+"""Turn one Markdown file into what the indexer stores: metadata, headings, chunks, links.
+
+Why a real parser and not regexes: regexes over Markdown get fenced code,
+setext headings and reference definitions wrong, and each such mistake either
+leaks example code into the link graph or cuts a chunk through the middle of a
+block. markdown-it-py (CommonMark + front matter + tables) gives block tokens
+with source line maps, so chunk text is sliced verbatim from the file and every
+link knows the line it was written on.
+
+Why it never raises on input: a file is user content, and one malformed file
+must not stop the indexing of a whole folder. Broken front matter becomes
+``front_matter_error``; anything the parser cannot make sense of degrades to
+plain text chunks.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import datetime as _dt
+import functools
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline import autolink as _autolink_rule
+from markdown_it.rules_inline import link as _link_rule
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+
+__all__ = ["Chunk", "Heading", "Link", "ParsedDocument", "parse_markdown"]
+
+CountTokens = Callable[[list[str]], list[int]]
+
+
+# -- public data ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One embeddable piece of a document, small enough for the embedder's window."""
+
+    ordinal: int  # position in the document, 0-based, consecutive
+    heading_path: tuple[str, ...]  # enclosing heading texts; () before the first heading
+    text: str  # verbatim Markdown source (heading line excluded), stripped
+    start_line: int  # 1-based line in the original file (front matter counted)
+    end_line: int  # 1-based, inclusive
+
+
+@dataclass(frozen=True)
+class Link:
+    """One outgoing reference, as written, so the caller can resolve and type it."""
+
+    target: str  # percent-decoded target without the fragment
+    label: str  # link text (wikilink: the part after ``|``, else the inner text)
+    kind: str  # "inline" | "reference" | "wikilink" | "autolink"
+    line: int  # 1-based line in the original file
+    fragment: str  # "#section" split off the target, "" if none
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section heading (top level of the document, not inside lists or quotes)."""
+
+    level: int
+    text: str
+    line: int
+
+
+@dataclass
+class ParsedDocument:
+    """Everything the indexer needs from one file, computed in one parse."""
+
+    front_matter: dict[str, Any]
+    front_matter_error: str | None
+    title: str | None
+    headings: list[Heading] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+
+# -- entry point ---------------------------------------------------------------
+
+
+def parse_markdown(
+    text: str,
+    *,
+    max_tokens: int = 256,
+    count_tokens: CountTokens | None = None,
+) -> ParsedDocument:
+    """Parse ``text`` into front matter, title, headings, chunks and links.
+
+    Chunks never exceed ``max_tokens`` as measured by ``count_tokens`` (the
+    embedder's own tokenizer, called in batches because it is usually a Rust
+    tokenizer with per-call overhead), so nothing is silently truncated at
+    embedding time. Without a counter a word/punctuation estimate is used.
+    The only exception to the budget is a single character that alone counts
+    more than ``max_tokens``, which cannot be split further.
+    """
+    src = _normalize(text)
+    counter = count_tokens if count_tokens is not None else _approx_count_tokens
+    budget = max(1, int(max_tokens))
+    lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
+
+    try:
+        tokens = _parser().parse(src)
+    except Exception:  # pragma: no cover - defensive; markdown-it should not fail
+        tokens = []  # degrade: the whole file becomes preamble text, no links
+
+    structure = _Structure.from_tokens(tokens, len(lines))
+
+    front_matter: dict[str, Any] = {}
+    fm_error: str | None = None
+    if structure.front_matter is not None:
+        front_matter, fm_error = _load_front_matter(structure.front_matter.content)
+
+    title: str | None = None
+    fm_title = front_matter.get("title")
+    if isinstance(fm_title, str) and fm_title.strip():
+        title = fm_title.strip()
+    else:
+        title = next((h.text for h in structure.headings if h.level == 1 and h.text), None)
+
+    chunker = _Chunker(src, lines, budget, counter)
+    chunks = chunker.chunk(structure.sections(len(lines)))
+
+    try:
+        links = _collect_links(tokens)
+    except Exception:  # pragma: no cover - defensive; links are best effort
+        links = []
+
+    return ParsedDocument(
+        front_matter=front_matter,
+        front_matter_error=fm_error,
+        title=title,
+        headings=list(structure.headings),
+        chunks=chunks,
+        links=links,
+    )
+
+
+# -- input normalisation and the parser ----------------------------------------
+
+_NEWLINES = re.compile(r"\r\n?")
+
+
+def _normalize(text: object) -> str:
+    """Apply markdown-it's own normalisation up front.
+
+    markdown-it rewrites CRLF/CR to LF and NUL to U+FFFD before computing line
+    maps; doing the same here keeps our line slicing aligned with its maps.
+    A leading BOM is dropped so front matter on line 1 is still recognised.
+    """
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    elif not isinstance(text, str):
+        text = str(text)
+    text = _NEWLINES.sub("\n", text).replace("\0", "\ufffd")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _identity(url: str) -> str:
+    """Keep link destinations as written; we never render HTML from these tokens."""
+    return url
+
+
+def _accept(url: str) -> bool:
+    """Accept every scheme: the caller decides which targets matter, not the parser."""
+    return True
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    """Build the shared parser once.
+
+    URL normalisation and validation are switched off because markdown-it would
+    percent-encode or drop targets (``pnk://``, ``kb://``, ``file:``) that the
+    caller needs verbatim. The link and autolink rules are wrapped to remember
+    where each link starts, which gives exact line numbers inside multi-line
+    paragraphs.
+    """
+    md = MarkdownIt("commonmark").use(front_matter_plugin).enable("table")
+    md.normalizeLink = _identity  # type: ignore[method-assign]
+    md.normalizeLinkText = _identity  # type: ignore[method-assign]
+    md.validateLink = _accept  # type: ignore[method-assign]
+    md.inline.ruler.at("link", _tracked(_link_rule))
+    md.inline.ruler.at("autolink", _tracked(_autolink_rule))
+    md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    return md
+
+
+def _tracked(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+    """Wrap a link-producing inline rule to record the link's source offset and kind.
+
+    The offset lets us compute the exact line; the consumed source tells an
+    inline link (``...)``) from a resolved reference link (``...]``), which
+    markdown-it otherwise turns into identical ``link_open`` tokens.
+    """
+
+    def tracked(state: StateInline, silent: bool) -> bool:
+        start = state.pos
+        first = len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:
+            for tok in itertools.islice(state.tokens, first, None):
+                if tok.type == "link_open":
+                    tok.meta["src_pos"] = start
+                    if tok.markup == "autolink":
+                        kind = "autolink"
+                    elif state.src[start : state.pos].endswith(")"):
+                        kind = "inline"
+                    else:
+                        kind = "reference"
+                    tok.meta["kind"] = kind
+                    break
+        return True
+
+    return tracked
+
+
+_WIKILINK_MAX = 1000  # longest inner text considered; bounds work on junk like "[[[[..."
+_WIKILINK_BAD = frozenset("[]\n`")
+
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    """Inline rule for Obsidian ``[[target#frag|label]]``.
+
+    Being an inline rule (not a regex over the file) is what keeps wikilinks in
+    code spans and fences out of the link graph. ``![[embed]]`` is consumed as
+    plain text: like images, embeds are not links.
+    """
+    src, pos = state.src, state.pos
+    if src.startswith("[[", pos):
+        start, embed = pos + 2, False
+    elif src.startswith("![[", pos):
+        start, embed = pos + 3, True
+    else:
+        return False
+    close = src.find("]]", start, min(state.posMax, start + _WIKILINK_MAX))
+    if close <= start:
+        return False
+    inner = src[start:close]
+    if not _WIKILINK_BAD.isdisjoint(inner):
+        return False
+    dest, bar, label = inner.replace("\\|", "|").partition("|")
+    dest = dest.strip()
+    if not dest:
+        return False
+    if not silent:
+        if embed:
+            tok = state.push("text", "", 0)
+            tok.content = src[pos : close + 2]
+        else:
+            tok = state.push("wikilink", "", 0)
+            tok.content = (label.strip() if bar else "") or dest
+            tok.meta = {"target": dest, "src_pos": pos}
+    state.pos = close + 2
+    return True
+
+
+# -- document structure ----------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    """A top-level block's line range (0-based, end exclusive) and how to split it."""
+
+    start: int
+    end: int
+    kind: str  # "fence" | "list" | "table" | "code" | "text"
+    markup: str = ""
+    items: list[int] = field(default_factory=list)  # list item start lines
+
+
+@dataclass
+class _HeadingSpan:
+    heading: Heading
+    start: int  # 0-based first line of the heading
+    end: int  # 0-based line after the heading (setext headings span two)
+
+
+@dataclass
+class _Section:
+    path: tuple[str, ...]
+    start: int  # 0-based first content line
+    end: int  # exclusive
+    blocks: list[_Block]
+
+
+_BLOCK_KINDS = {
+    "fence": "fence",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "table_open": "table",
+    "code_block": "code",
+}
+
+
+@dataclass
+class _Structure:
+    """Top-level skeleton of the token stream: front matter, headings, blocks."""
+
+    front_matter: Token | None
+    body_start: int
+    headings: list[Heading]
+    heading_spans: list[_HeadingSpan]
+    blocks: list[_Block]
+
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[Token], n_lines: int) -> _Structure:
+        """Only level-0 tokens matter: a heading inside a list or quote is content."""
+        front_matter: Token | None = None
+        spans: list[_HeadingSpan] = []
+        blocks: list[_Block] = []
+        current_list: _Block | None = None
+        for i, tok in enumerate(tokens):
+            if tok.map is None:
+                continue
+            a, b = max(0, tok.map[0]), min(n_lines, tok.map[1])
+            if tok.level == 1 and tok.type == "list_item_open" and current_list is not None:
+                current_list.items.append(a)
+                continue
+            if tok.level != 0 or tok.nesting < 0:
+                continue
+            if tok.type == "front_matter":
+                if a == 0 and front_matter is None:
+                    front_matter = tok
+                continue
+            if tok.type == "heading_open":
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                text = _plain_text(nxt.children or []) if nxt and nxt.type == "inline" else ""
+                level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
+                spans.append(_HeadingSpan(Heading(level, text, a + 1), a, max(b, a + 1)))
+                current_list = None
+                continue
+            blk = _Block(a, max(b, a + 1), _BLOCK_KINDS.get(tok.type, "text"), tok.markup)
+            blocks.append(blk)
+            current_list = blk if blk.kind == "list" else None
+        body_start = min(front_matter.map[1], n_lines) if front_matter and front_matter.map else 0
+        blocks.sort(key=lambda blk: blk.start)
+        return cls(front_matter, body_start, [s.heading for s in spans], spans, blocks)
+
+    def sections(self, n_lines: int) -> list[_Section]:
+        """Split the body at every heading, tracking the heading path stack."""
+        bounds: list[tuple[tuple[str, ...], int, int]] = []
+        first = self.heading_spans[0].start if self.heading_spans else n_lines
+        bounds.append(((), self.body_start, max(first, self.body_start)))
+        stack: list[tuple[int, str]] = []
+        for k, span in enumerate(self.heading_spans):
+            while stack and stack[-1][0] >= span.heading.level:
+                stack.pop()
+            stack.append((span.heading.level, span.heading.text))
+            nxt = self.heading_spans[k + 1].start if k + 1 < len(self.heading_spans) else n_lines
+            bounds.append((tuple(t for _, t in stack), span.end, max(nxt, span.end)))
+        starts = [b.start for b in self.blocks]
+        sections = []
+        for path, start, end in bounds:
+            lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+            sections.append(_Section(path, start, end, self.blocks[lo:hi]))
+        return sections
+
+
+def _plain_text(children: Sequence[Token]) -> str:
+    """Reader-visible text of inline tokens: no markup, links reduced to their text."""
+    parts: list[str] = []
+    for tok in children:
+        if tok.type in ("text", "text_special", "code_inline", "wikilink"):
+            parts.append(tok.content)
+        elif tok.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif tok.type == "image":
+            parts.append(_plain_text(tok.children or []))
+    return " ".join("".join(parts).split())
+
+
+# -- front matter ----------------------------------------------------------------
+
+
+class _TooComplex(Exception):
+    """Front matter expands beyond what metadata plausibly needs (alias bombs, cycles)."""
+
+
+_MAX_FM_NODES = 100_000
+_MAX_FM_DEPTH = 64
+
+
+def _load_front_matter(content: str) -> tuple[dict[str, Any], str | None]:
+    """Parse YAML front matter into plain JSON-like data, or explain why not.
+
+    Error lines are file lines (YAML line + 1 for the opening ``---``) so a
+    user can jump straight to the mistake.
+    """
+    if not content.strip():
+        return {}, None
+    try:
+        data = YAML(typ="safe", pure=True).load(content)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 2 if mark is not None else 2
+        problem = exc.problem or exc.context or "invalid YAML"
+        return {}, f"line {line}: {problem}"
+    except Exception as exc:  # ReaderError, RecursionError, ...: still user input
+        pos = getattr(exc, "position", None)
+        line = content.count("\n", 0, pos) + 2 if isinstance(pos, int) else 2
+        reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+        return {}, f"line {line}: {reason}"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, f"line 2: front matter must be a mapping, not {_yaml_kind(data)}"
+    try:
+        plain = _to_plain(data, 0, [0])
+    except (_TooComplex, RecursionError):
+        return {}, "line 2: front matter is too deeply nested or too large"
+    return plain, None
+
+
+def _yaml_kind(value: object) -> str:
+    """Name a YAML value's kind the way a user would."""
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return "a scalar" if isinstance(value, int | float | bool) else type(value).__name__
+
+
+def _to_plain(value: Any, depth: int, nodes: list[int]) -> Any:
+    """Convert YAML values to dict/list/str/int/float/bool/None for JSON storage.
+
+    Dates become ISO strings, binary becomes its base64 text, sets become
+    lists, and non-string keys become strings. ``nodes`` bounds the expansion
+    of shared aliases, ``depth`` catches self-referencing ones.
+    """
+    nodes[0] += 1
+    if nodes[0] > _MAX_FM_NODES or depth > _MAX_FM_DEPTH:
+        raise _TooComplex
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, _dt.date | _dt.datetime | _dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {_plain_key(k): _to_plain(v, depth + 1, nodes) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return [_to_plain(v, depth + 1, nodes) for v in sorted(value, key=str)]
+    if isinstance(value, list | tuple):
+        return [_to_plain(v, depth + 1, nodes) for v in value]
+    return str(value)
+
+
+def _plain_key(key: Any) -> str:
+    """Mapping keys as strings, spelled the way YAML wrote them where possible."""
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, _dt.date | _dt.datetime):
+        return key.isoformat()
+    return str(key)
+
+
+# -- chunking --------------------------------------------------------------------
+
+_APPROX_TOKEN = re.compile(r"\w{1,10}|[^\w\s]")
+
+
+def _approx_count_tokens(texts: list[str]) -> list[int]:
+    """Estimate subword tokens when no tokenizer is given.
+
+    Words and punctuation marks, times 4/3 for subword splits; words longer
+    than 10 characters count once per 10 so base64 blobs and minified code
+    still get split.
+    """
+    return [len(_APPROX_TOKEN.findall(t)) * 4 // 3 for t in texts]
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]*_]*\s+")
+_PARAGRAPH_GAP = re.compile(r"\n[ \t]*\n\s*")
+_WHITESPACE = re.compile(r"\s+")
+_NEWLINE = re.compile(r"\n")
+
+
+@dataclass(frozen=True)
+class _Wrap:
+    """A fence to re-open and close around each piece of a split code block."""
+
+    open: str
+    close: str
+    cost: int  # tokens the two fence lines add to a piece
+
+
+@dataclass(frozen=True)
+class _Piece:
+    text: str
+    start: int  # offset of the first source character covered
+    end: int  # offset past the last source character covered
+    verbatim: bool = True  # text is src[start:end]; False for re-fenced code pieces
+
+
+# A level maps a source range to cut offsets (first = start, last = end).
+_Level = Callable[[int, int], list[int]]
+_OnOversize = Callable[[int, int], list[_Piece]]
+
+
+class _Chunker:
+    """Pack sections into chunks that fit the token budget.
+
+    Cheapest split first: a whole section, then runs of top-level blocks, then
+    list items, paragraphs, sentences, lines, words and finally characters.
+    Packing is greedy on per-unit counts, corrected by a per-join overhead fitted
+    from the whole's count (tokenizers add [CLS]/[SEP] per string, BPE merges
+    across joins), and every packed chunk is re-counted: only verified chunks
+    are emitted, so the budget holds for any counter.
+    """
+
+    def __init__(self, src: str, lines: list[str], budget: int, counter: CountTokens) -> None:
+        self.src = src
+        self.lines = lines
+        self.budget = budget
+        self.counter = counter
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+        starts[-1] = len(src)
+        self.starts = starts
+
+    # -- helpers
+
+    def count(self, texts: list[str]) -> list[int]:
+        """Call the counter once for a batch and check it kept its contract."""
+        if not texts:
+            return []
+        out = list(self.counter(texts))
+        if len(out) != len(texts):
+            raise ValueError(f"count_tokens returned {len(out)} counts for {len(texts)} texts")
+        return [int(c) for c in out]
+
+    def off(self, line: int) -> int:
+        """Offset of the start of 0-based ``line`` (clamped to the text)."""
+        return self.starts[min(max(line, 0), len(self.starts) - 1)]
+
+    def line_of(self, offset: int) -> int:
+        """1-based line containing ``offset``."""
+        return max(1, bisect.bisect_right(self.starts, offset, hi=len(self.starts) - 1))
+
+    def render(self, a: int, b: int, wrap: _Wrap | None) -> _Piece | None:
+        """The chunk text for source range [a, b), or None if it is only whitespace."""
+        s = self.src[a:b]
+        body = s.strip()
+        if not body:
+            return None
+        lead = len(s) - len(s.lstrip())
+        start, end = a + lead, a + lead + len(body)
+        if wrap is None:
+            return _Piece(body, start, end)
+        # Keep the first code line's indentation: inside a fence it is content.
+        inner = s[s.rfind("\n", 0, lead) + 1 : len(s.rstrip())]
+        return _Piece(f"{wrap.open}\n{inner}\n{wrap.close}", start, end, verbatim=False)
+
+    def blank(self, a_line: int, b_line: int) -> bool:
+        return not self.src[self.off(a_line) : self.off(b_line)].strip()
+
+    # -- sections and blocks
+
+    def chunk(self, sections: list[_Section]) -> list[Chunk]:
+        """Chunk every section; whole sections are counted in one batch."""
+        rendered = [self.render(self.off(s.start), self.off(s.end), None) for s in sections]
+        todo = [(s, p) for s, p in zip(sections, rendered, strict=True) if p is not None]
+        counts = self.count([p.text for _, p in todo])
+        chunks: list[Chunk] = []
+        for (section, piece), n in zip(todo, counts, strict=True):
+            pieces = [piece] if n <= self.budget else self.split_section(section, n)
+            for p in pieces:
+                chunks.append(
+                    Chunk(
+                        ordinal=len(chunks),
+                        heading_path=section.path,
+                        text=p.text,
+                        start_line=self.line_of(p.start),
+                        end_line=self.line_of(max(p.start, p.end - 1)),
+                    )
+                )
+        return chunks
+
+    def units(self, section: _Section) -> list[_Block]:
+        """The section's blocks plus any non-blank text between them.
+
+        Reference definitions and similar produce no tokens; keeping the gaps
+        as units means no source text is ever dropped.
+        """
+        units: list[_Block] = []
+        cursor = section.start
+        for blk in section.blocks:
+            s, e = max(blk.start, cursor), min(blk.end, section.end)
+            if e <= s:
+                continue
+            if s > cursor and not self.blank(cursor, s):
+                units.append(_Block(cursor, s, "text"))
+            units.append(blk if (s, e) == (blk.start, blk.end) else replace(blk, start=s, end=e))
+            cursor = e
+        if cursor < section.end and not self.blank(cursor, section.end):
+            units.append(_Block(cursor, section.end, "text"))
+        return units
+
+    def split_section(self, section: _Section, whole: int) -> list[_Piece]:
+        units = self.units(section)
+        if not units:
+            return []
+        if len(units) == 1:
+            return self.merge(self.split_block(units[0], whole))
+        cuts = [self.off(u.start) for u in units] + [self.off(units[-1].end)]
+        return self.merge(self.pack(cuts, whole, lambda i, n: self.split_block(units[i], n), None))
+
+    def merge(self, pieces: list[_Piece]) -> list[_Piece]:
+        """Re-join neighbouring pieces that fit together.
+
+        Splitting an oversized block leaves a short tail that packing at the
+        block level could not see; a lone sentence fragment embeds poorly, so
+        it is merged with what follows when the verified count allows.
+        Re-fenced code pieces are never merged (their text is not a slice).
+        """
+        if len(pieces) < 2:
+            return pieces
+        counts = self.count([p.text for p in pieces])
+        groups: list[tuple[int, int]] = []
+        i = 0
+        while i < len(pieces):
+            j, total = i + 1, counts[i]
+            if pieces[i].verbatim:
+                while j < len(pieces) and pieces[j].verbatim and total + counts[j] <= self.budget:
+                    total, j = total + counts[j], j + 1
+            groups.append((i, j))
+            i = j
+        joined = {
+            g: self.render(pieces[g[0]].start, pieces[g[1] - 1].end, None)
+            for g in groups
+            if g[1] - g[0] > 1
+        }
+        tried = [(g, p) for g, p in joined.items() if p is not None]
+        fits = {
+            g: p
+            for (g, p), n in zip(tried, self.count([p.text for _, p in tried]), strict=True)
+            if n <= self.budget
+        }
+        out: list[_Piece] = []
+        for g in groups:
+            out.extend([fits[g]] if g in fits else pieces[g[0] : g[1]])
+        return out
+
+    def split_block(self, blk: _Block, whole: int | None) -> list[_Piece]:
+        """Split one oversized block along the boundaries that suit its kind."""
+        a, b = self.off(blk.start), self.off(blk.end)
+        if blk.kind == "fence":
+            return self.split_fence(blk)
+        levels: list[_Level]
+        if blk.kind == "list":
+            levels = [self.items_level(blk.items), self.sentences, self.line_cuts, self.words]
+        elif blk.kind in ("table", "code"):
+            levels = [self.line_cuts, self.words]
+        else:
+            levels = [self.paragraphs, self.sentences, self.line_cuts, self.words]
+        return self.split(a, b, levels, None, whole)
+
+    def split_fence(self, blk: _Block) -> list[_Piece]:
+        """Split a code fence at line boundaries, re-fencing every piece.
+
+        Each piece stays valid Markdown with the same info string, so it still
+        reads (and embeds) as code. If the budget cannot even hold the two
+        fence lines, fall back to splitting the raw lines.
+        """
+        open_line = self.lines[blk.start]
+        markup = blk.markup or "```"
+        last = self.lines[blk.end - 1] if blk.end - 1 > blk.start else ""
+        closed = blk.end - 1 > blk.start and _is_closing_fence(last, markup)
+        close_line = last.strip() if closed else markup
+        wrap_text = f"{open_line.strip()}\n{close_line}"
+        cost = self.count([wrap_text])[0]
+        if cost >= self.budget:
+            return self.split(
+                self.off(blk.start), self.off(blk.end), [self.line_cuts, self.words], None, None
+            )
+        wrap = _Wrap(open_line.strip(), close_line, cost)
+        body_end = blk.end - 1 if closed else blk.end
+        pieces = self.split(
+            self.off(blk.start + 1), self.off(body_end), [self.line_cuts, self.words], wrap, None
+        )
+        if pieces:  # the fence lines belong to the first and last piece
+            pieces[0] = replace(pieces[0], start=self.off(blk.start))
+            if closed:
+                pieces[-1] = replace(pieces[-1], end=self.off(blk.end - 1) + len(last))
+        return pieces
+
+    # -- levels
+
+    def items_level(self, items: list[int]) -> _Level:
+        def cuts(a: int, b: int) -> list[int]:
+            return _cuts(a, b, (self.off(line) for line in items))
+
+        return cuts
+
+    def paragraphs(self, a: int, b: int) -> list[int]:
+        return _cuts(a, b, (m.end() for m in _PARAGRAPH_GAP.finditer(self.src, a, b)))
+
+    def sentences(self, a: int, b: int) -> list[int]:
+        return _cuts(a, b, (m.end() for m in _SENTENCE_END.finditer(self.src, a, b)))
+
+    def line_cuts(self, a: int, b: int) -> list[int]:
+        return _cuts(a, b, (m.end() for m in _NEWLINE.finditer(self.src, a, b)))
+
+    def words(self, a: int, b: int) -> list[int]:
+        return _cuts(a, b, (m.end() for m in _WHITESPACE.finditer(self.src, a, b)))
+
+    # -- the packer
+
+    def split(
+        self, a: int, b: int, levels: list[_Level], wrap: _Wrap | None, whole: int | None
+    ) -> list[_Piece]:
+        """Split [a, b) with the first level that yields several units."""
+        for depth, level in enumerate(levels):
+            cuts = level(a, b)
+            if len(cuts) > 2:
+                rest = levels[depth + 1 :]
+                break
+        else:
+            return self.hard_split(a, b, wrap, whole)
+
+        def deeper(i: int, n: int) -> list[_Piece]:
+            return self.split(cuts[i], cuts[i + 1], rest, wrap, n)
+
+        return self.pack(cuts, whole, deeper, wrap)
+
+    def pack(
+        self, cuts: list[int], whole: int | None, on_oversize: _OnOversize, wrap: _Wrap | None
+    ) -> list[_Piece]:
+        """Greedily pack consecutive units [cuts[i], cuts[i+1]) into verified chunks."""
+        n = len(cuts) - 1
+        texts = [self.src[cuts[i] : cuts[i + 1]].strip() for i in range(n)]
+        asked = [t for t in texts if t]
+        extra: list[str] = []
+        if whole is None:
+            full = self.render(cuts[0], cuts[-1], wrap)
+            if full is None:
+                return []
+            extra.append(full.text)
+        got = self.count(asked + extra)
+        if whole is None:
+            whole = got[-1]
+        it = iter(got)
+        counts = [next(it) if t else 0 for t in texts]
+        wrap_cost = wrap.cost if wrap else 0
+        nonempty = len(asked)
+        # Per-join correction: positive when each string carries fixed overhead
+        # (special tokens), negative when joins add tokens.
+        join = (sum(counts) + wrap_cost - whole) / (nonempty - 1) if nonempty > 1 else 0.0
+
+        total = [0, *itertools.accumulate(counts)]
+        filled = [0, *itertools.accumulate(1 if c else 0 for c in counts)]
+
+        def estimate(i: int, j: int) -> float:
+            k = filled[j] - filled[i]
+            return wrap_cost + total[j] - total[i] - join * max(k - 1, 0)
+
+        def greedy(i: int, j: int, target: float) -> list[tuple[int, int]]:
+            groups = []
+            while i < j:
+                end = i + 1
+                while end < j and estimate(i, end + 1) <= target:
+                    end += 1
+                groups.append((i, end))
+                i = end
+            return groups
+
+        results: dict[int, list[_Piece]] = {}
+        pending = greedy(0, n, self.budget)
+        while pending:
+            rendered = [(g, self.render(cuts[g[0]], cuts[g[1]], wrap)) for g in pending]
+            rendered = [(g, p) for g, p in rendered if p is not None]
+            measured = self.count([p.text for _, p in rendered])
+            pending = []
+            for ((i, j), piece), actual in zip(rendered, measured, strict=True):
+                if actual <= self.budget:
+                    results[i] = [piece]
+                elif j - i == 1:
+                    results[i] = on_oversize(i, actual)
+                else:
+                    target = math.floor(estimate(i, j) * self.budget / actual)
+                    regrouped = greedy(i, j, target)
+                    if len(regrouped) < 2:
+                        mid = (i + j) // 2
+                        regrouped = [(i, mid), (mid, j)]
+                    pending.extend(regrouped)
+        return [p for i in sorted(results) for p in results[i]]
+
+    def hard_split(self, a: int, b: int, wrap: _Wrap | None, whole: int | None) -> list[_Piece]:
+        """Last resort for a run without whitespace: cut at character positions."""
+        full = self.render(a, b, wrap)
+        if full is None:
+            return []
+        if whole is None:
+            whole = self.count([full.text])[0]
+        if whole <= self.budget:
+            return [full]
+        room = max(1, self.budget - (wrap.cost if wrap else 0))
+        parts = min(b - a, max(2, math.ceil(whole * 1.15 / room)))
+        edges = [a + (b - a) * k // parts for k in range(parts + 1)]
+        pending = [(edges[k], edges[k + 1]) for k in range(parts) if edges[k] < edges[k + 1]]
+        done: list[tuple[int, _Piece]] = []
+        while pending:
+            rendered = [(r, self.render(r[0], r[1], wrap)) for r in pending]
+            rendered = [(r, p) for r, p in rendered if p is not None]
+            measured = self.count([p.text for _, p in rendered])
+            pending = []
+            for ((x, y), piece), actual in zip(rendered, measured, strict=True):
+                if actual <= self.budget or y - x <= 1:
+                    done.append((x, piece))  # a lone character is kept even if over budget
+                else:
+                    mid = (x + y) // 2
+                    pending += [(x, mid), (mid, y)]
+        return [p for _, p in sorted(done, key=lambda d: d[0])]
+
+
+def _cuts(a: int, b: int, points: Any) -> list[int]:
+    """Strictly increasing cut offsets from ``a`` to ``b`` through interior ``points``."""
+    out = [a]
+    for p in points:
+        if out[-1] < p < b:
+            out.append(p)
+    out.append(b)
+    return out
+
+
+def _is_closing_fence(line: str, markup: str) -> bool:
+    """Whether ``line`` closes a fence opened with ``markup`` (CommonMark rules)."""
+    stripped = line.strip()
+    indent = len(line) - len(line.lstrip(" "))
+    return (
+        indent < 4
+        and len(stripped) >= len(markup)
+        and bool(stripped)
+        and set(stripped) == {markup[0]}
+    )
+
+
+# -- links -----------------------------------------------------------------------
+
+
+class _LineCounter:
+    """Map offsets in an inline token's source to file lines, incrementally.
+
+    Links come in source order, so counting newlines from the previous link
+    keeps a huge paragraph with many links linear rather than quadratic.
+    """
+
+    def __init__(self, content: str, first_line: int) -> None:
+        self.content = content
+        self.first_line = first_line  # 0-based line of the token's first line
+        self.cursor = 0
+        self.newlines = 0
+
+    def __call__(self, pos: int) -> int:
+        pos = min(max(pos, 0), len(self.content))
+        if pos < self.cursor:
+            self.cursor, self.newlines = 0, 0
+        self.newlines += self.content.count("\n", self.cursor, pos)
+        self.cursor = pos
+        return self.first_line + self.newlines + 1
+
+
+def _collect_links(tokens: Sequence[Token]) -> list[Link]:
+    """Every link in document order, from inline tokens only.
+
+    Walking tokens (not text) is what leaves code spans and fences out. Images
+    are skipped, including links inside their alt text.
+    """
+    links: list[Link] = []
+    last_line = 0
+    for tok in tokens:
+        if tok.map is not None:
+            last_line = tok.map[0]
+        if tok.type != "inline" or not tok.children:
+            continue
+        line_at = _LineCounter(tok.content, tok.map[0] if tok.map is not None else last_line)
+        children = tok.children
+        for i, child in enumerate(children):
+            if child.type == "link_open":
+                depth, j = 1, i + 1
+                while j < len(children):
+                    if children[j].type == "link_open":
+                        depth += 1
+                    elif children[j].type == "link_close":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    j += 1
+                href = str(child.attrs.get("href", ""))
+                path, sharp, frag = href.partition("#")
+                links.append(
+                    Link(
+                        target=unquote(path),
+                        label=_plain_text(children[i + 1 : j]),
+                        kind=str(child.meta.get("kind", "inline")),
+                        line=line_at(int(child.meta.get("src_pos", 0))),
+                        fragment="#" + unquote(frag) if sharp else "",
+                    )
+                )
+            elif child.type == "wikilink":
+                path, sharp, frag = str(child.meta.get("target", "")).partition("#")
+                links.append(
+                    Link(
+                        target=path.strip(),
+                        label=child.content,
+                        kind="wikilink",
+                        line=line_at(int(child.meta.get("src_pos", 0))),
+                        fragment="#" + frag.strip() if sharp else "",
+                    )
+                )
+    return links

@@ -1,0 +1,384 @@
+"""Hybrid search, the free path: lexical (FTS5 BM25) + dense (one NumPy matrix) + fusion.
+
+Fusion is reciprocal-rank fusion weighted by each list's evidence. Plain RRF
+lets a lexical list of weak matches (one stray common word) drag a confident
+dense hit down; here a lexical hit contributes in proportion to the share of
+the query's information (IDF-weighted terms) it actually contains, and a dense
+hit below a cosine floor contributes less. An optional graph channel (a
+plugin) adds a third list seeded from the fused top hits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import QueryError
+from .text import CJK_RE, fts_phrase, fts_query, query_terms, term_pattern
+
+if TYPE_CHECKING:
+    from .kb import KB
+
+MAX_K = 50
+BM25_WEIGHTS = (4.0, 2.0, 1.0)  # title, heading path, body
+
+
+@dataclass
+class Hit:
+    """One ranked chunk, with where it came from."""
+
+    doc_id: str
+    title: str
+    path: str
+    heading_path: list[str]
+    text: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    score: float
+    ranks: dict[str, int | None]
+    chunk_id: int
+    ordinal: int
+    start_line: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["highlights"] = [list(h) for h in self.highlights]
+        return d
+
+
+@dataclass
+class SearchResult:
+    """A ranked answer to a query, with the confidence that it holds the evidence."""
+
+    query: str
+    kb: str
+    hits: list[Hit]
+    confidence: float | None  # None: uncalibrated, shown as "unknown"
+    abstained: bool
+    channel: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "kb": self.kb,
+            "channel": self.channel,
+            "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
+            "abstained": self.abstained,
+            "hits": [h.to_dict() for h in self.hits],
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+        }
+
+
+@dataclass
+class DenseIndex:
+    """Every chunk vector of one store generation, as one matrix."""
+
+    generation: int
+    ids: np.ndarray  # int64 chunk ids, ascending
+    matrix: np.ndarray  # float32 (n, dim)
+
+    def row_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """Matrix rows of the given chunk ids (ids are sorted, so this is a binary search)."""
+        return np.searchsorted(self.ids, chunk_ids)
+
+
+@dataclass
+class ChannelContext:
+    """What a graph channel receives (see ``register_graph_channels``)."""
+
+    kb: KB
+    store: Any
+    query: str
+    query_vector: np.ndarray
+    cosines: np.ndarray  # cosine of every chunk, aligned with dense.ids
+    dense: DenseIndex
+    roots: list[int]  # fused top chunk ids, best first
+    config: dict[str, Any]
+
+
+class _Lists:
+    """The ranked candidate lists of one query, by channel name."""
+
+    def __init__(self) -> None:
+        self.ranked: dict[str, list[int]] = {}
+        self.weight: dict[str, dict[int, float]] = {}
+
+
+def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> dict[str, float]:
+    """IDF of each term over chunks, cached per store generation."""
+    cache = kb._idf_cache
+    if cache.get("generation") != generation:
+        cache.clear()
+        cache["generation"] = generation
+    out = {}
+    for t in terms:
+        df = cache.get(t)
+        if df is None:
+            row = conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (_fts_terms([t], kb),),
+            ).fetchone()
+            df = int(row[0])
+            cache[t] = df
+        out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return out
+
+
+def _fts_terms(terms: list[str], kb: KB) -> str:
+    if kb.config.retrieval["tokenizer"] == "trigram":
+        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if len(t) >= 3)
+    return fts_query(terms)
+
+
+def hybrid_search(
+    kb: KB,
+    query: str,
+    k: int | None = None,
+    entities: Sequence[str] = (),
+    concepts: Sequence[str] = (),
+    channel: str | None = None,
+) -> SearchResult:
+    """Search one KB. See the module docstring for the pipeline."""
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError("the query is empty")
+    cfg = kb.config.retrieval
+    k = int(k or cfg["k"])
+    if k < 1:
+        raise QueryError("k must be at least 1")
+    k = min(k, MAX_K)
+    channel_name = channel if channel is not None else str(cfg["graph_channel"])
+    graph = None
+    if channel_name not in ("", "off", "none"):
+        channels = kb.graph_channels()
+        if channel_name not in channels:
+            known = ", ".join(sorted(channels)) or "none installed"
+            raise QueryError(f"unknown graph channel {channel_name!r} (available: {known})")
+        graph = channels[channel_name]
+    else:
+        channel_name = "off"
+    n_cand = max(int(cfg["candidates"]), k)
+    rrf_k = float(cfg["rrf_k"])
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    qv = kb.embedder.embed_query(query)
+    if concepts:
+        cv = np.mean([kb.embedder.embed_query(c) for c in concepts], axis=0)
+        qv = qv + float(cfg["concept_weight"]) * cv
+        qv = (qv / (np.linalg.norm(qv) or 1.0)).astype(np.float32)
+    timings["embed"] = (time.perf_counter() - t0) * 1000
+
+    store = kb.reader()
+    with store.snapshot() as conn:
+        dense = kb.dense_index(store)
+        generation = dense.generation
+        total = max(1, len(dense.ids))
+        lists = _Lists()
+
+        # 1. Lexical.
+        t1 = time.perf_counter()
+        terms = query_terms(query)
+        texts: dict[int, tuple[str, str, str]] = {}
+        if terms:
+            match = _fts_terms(terms, kb)
+            rows = (
+                conn.execute(
+                    "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
+                    "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+                    (*BM25_WEIGHTS, match, n_cand),
+                ).fetchall()
+                if match
+                else []
+            )
+            lex_ids = [int(r[0]) for r in rows]
+            ent_count: dict[int, int] = {}
+            for ent in entities:
+                phrase = fts_phrase(ent)
+                if not phrase:
+                    continue
+                for r in conn.execute(
+                    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+                    "ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
+                    (phrase, *BM25_WEIGHTS, n_cand),
+                ):
+                    ent_count[int(r[0])] = ent_count.get(int(r[0]), 0) + 1
+            if ent_count:
+                order = {cid: i for i, cid in enumerate(lex_ids)}
+                pool = set(lex_ids) | set(ent_count)
+                lex_ids = sorted(pool, key=lambda c: (-ent_count.get(c, 0), order.get(c, n_cand)))
+                lex_ids = lex_ids[:n_cand]
+            texts = _chunk_texts(conn, lex_ids)
+            idf = _idf(kb, conn, generation, terms, total)
+            mass = sum(idf.values()) or 1.0
+            patterns = {t: term_pattern(t) for t in terms}
+            weights: dict[int, float] = {}
+            for cid in lex_ids:
+                title, heading, body = texts.get(cid, ("", "", ""))
+                hay = f"{title}\n{heading}\n{body}"
+                covered = sum(idf[t] for t, p in patterns.items() if p.search(hay))
+                w = covered / mass
+                if ent_count.get(cid):
+                    # The caller named this exact phrase: an explicit, strong signal.
+                    w = 1.0 + ent_count[cid]
+                weights[cid] = w
+            lists.ranked["lexical"] = lex_ids
+            lists.weight["lexical"] = weights
+        timings["lexical"] = (time.perf_counter() - t1) * 1000
+
+        # 2. Dense.
+        t2 = time.perf_counter()
+        if len(dense.ids):
+            cosines = dense.matrix @ qv
+            n = min(n_cand, len(cosines))
+            top = np.argpartition(-cosines, n - 1)[:n]
+            top = top[np.argsort(-cosines[top], kind="stable")]
+            lists.ranked["dense"] = [int(x) for x in dense.ids[top]]
+            lists.weight["dense"] = _dense_weights(
+                dense.ids[top], cosines[top], float(cfg["dense_floor"]),
+                float(cfg["dense_temperature"]),
+            )
+        else:
+            cosines = np.zeros(0, dtype=np.float32)
+        timings["dense"] = (time.perf_counter() - t2) * 1000
+
+        # 3. Fusion, then the optional graph channel seeded from the fused top.
+        channel_weights = {
+            "lexical": float(cfg["lexical_weight"]),
+            "dense": float(cfg["dense_weight"]),
+            "graph": float(cfg["graph_weight"]),
+        }
+        fused = _fuse(lists, channel_weights, rrf_k)
+        if graph is not None:
+            t3 = time.perf_counter()
+            ctx = ChannelContext(
+                kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
+                roots=[cid for cid, _ in fused[:k]], config=dict(cfg),
+            )
+            graph_hits = graph.search(ctx) or []
+            lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits[:n_cand]]
+            lists.weight["graph"] = {int(cid): 1.0 for cid, _ in graph_hits[:n_cand]}
+            fused = _fuse(lists, channel_weights, rrf_k)
+            timings["graph"] = (time.perf_counter() - t3) * 1000
+
+        top_hits = fused[:k]
+        missing = [cid for cid, _ in top_hits if cid not in texts]
+        texts.update(_chunk_texts(conn, missing))
+        details = _chunk_details(conn, [cid for cid, _ in top_hits])
+    rank_of = {name: {cid: i + 1 for i, cid in enumerate(ids)} for name, ids in lists.ranked.items()}
+    snippet_terms = terms + [t for e in entities for t in query_terms(e, keep_stopwords=True)]
+    hits = []
+    for cid, score in top_hits:
+        d = details[cid]
+        body = texts[cid][2]
+        snippet, spans = make_snippet(body, snippet_terms)
+        hits.append(
+            Hit(
+                doc_id=d["ulid"], title=d["title"], path=d["path"],
+                heading_path=json.loads(d["heading_path"]), text=body, snippet=snippet,
+                highlights=spans, score=round(score, 6),
+                ranks={name: rank_of[name].get(cid) for name in lists.ranked},
+                chunk_id=cid, ordinal=d["ordinal"], start_line=d["start_line"],
+            )
+        )
+    confidence = kb.confidence(hits, lists, cosines) if hits else None
+    abstain_below = float(cfg["abstain_below"])
+    abstained = confidence is not None and confidence < abstain_below
+    timings["total"] = (time.perf_counter() - t0) * 1000
+    return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings)
+
+
+def _dense_weights(ids: np.ndarray, cos: np.ndarray, floor: float, temperature: float) -> dict[int, float]:
+    """How much each dense hit's rank counts in fusion: its evidence, not just its rank.
+
+    A hit far below the best cosine (by more than ``temperature``) is a weak
+    runner-up, not a near-tie, and a cosine under ``floor`` is barely evidence at
+    all; both shrink the hit's RRF contribution.
+    """
+    if len(cos) == 0:
+        return {}
+    w = np.ones(len(cos), dtype=np.float64)
+    if temperature > 0:
+        w *= np.exp(-(float(cos[0]) - cos.astype(np.float64)) / temperature)
+    if floor > 0:
+        w *= np.clip(cos / floor, 0.0, 1.0)
+    return {int(i): float(x) for i, x in zip(ids, w, strict=True)}
+
+
+def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:
+    scores: dict[int, float] = {}
+    for name, ids in lists.ranked.items():
+        cw = channel_weights.get(name, 1.0)
+        ws = lists.weight.get(name, {})
+        for rank, cid in enumerate(ids, 1):
+            scores[cid] = scores.get(cid, 0.0) + cw * ws.get(cid, 1.0) / (rrf_k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _chunk_texts(conn: Any, ids: list[int]) -> dict[int, tuple[str, str, str]]:
+    out: dict[int, tuple[str, str, str]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        if not part:
+            continue
+        marks = ",".join("?" * len(part))
+        for r in conn.execute(
+            f"SELECT c.id, d.title, c.heading_path, c.text FROM chunks c "
+            f"JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
+            part,
+        ):
+            out[int(r[0])] = (r[1], " > ".join(json.loads(r[2])), r[3])
+    return out
+
+
+def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {
+        int(r["id"]): dict(r)
+        for r in conn.execute(
+            f"SELECT c.id, c.ordinal, c.heading_path, c.start_line, d.ulid, d.title, d.path "
+            f"FROM chunks c JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
+            ids,
+        )
+    }
+
+
+def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str, list[tuple[int, int]]]:
+    """A window of ``text`` around the first query term, with the term spans to highlight."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    spans: list[tuple[int, int]] = []
+    for t in terms:
+        pat = term_pattern(t)
+        for m in pat.finditer(flat):
+            end = m.end()
+            if not CJK_RE.match(t):
+                while end < len(flat) and (flat[end].isalnum()):
+                    end += 1
+            spans.append((m.start(), end))
+    spans.sort()
+    start = 0
+    if spans and spans[0][0] > width // 3:
+        start = flat.rfind(" ", 0, spans[0][0] - width // 4) + 1
+    end = min(len(flat), start + width)
+    if end < len(flat):
+        cut = flat.rfind(" ", start, end)
+        end = cut if cut > start else end
+    window = flat[start:end]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(flat) else ""
+    shift = len(prefix) - start
+    inside = []
+    last = -1
+    for a, b in spans:
+        if a >= start and b <= end and a >= last:
+            inside.append((a + shift, b + shift))
+            last = b
+    return prefix + window + suffix, inside

@@ -1,0 +1,175 @@
+"""Sidecars: ``<stem>.pnk.yaml`` files that give a document its identity, tags and links.
+
+They are truth files, so every write is atomic and round-trips the user's
+comments and key order (ruamel.yaml). A malformed sidecar is never rewritten:
+its problem is reported with ``file:line`` and its document indexes with what
+can be salvaged.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ulid import ULID
+
+from .fsutil import atomic_write
+
+SUFFIX = ".pnk.yaml"
+ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+_ID_LINE = re.compile(r"^id:\s*['\"]?([0-9A-Za-z]{26})['\"]?\s*(?:#.*)?$", re.MULTILINE)
+
+
+def new_ulid() -> str:
+    """A fresh document identity."""
+    return str(ULID())
+
+
+def is_ulid(value: object) -> bool:
+    """True for a well-formed (upper-case Crockford base32) ULID string."""
+    return isinstance(value, str) and bool(ULID_RE.match(value))
+
+
+def _yaml() -> YAML:
+    y = YAML()  # round-trip: keeps comments, key order and quoting
+    y.preserve_quotes = True
+    y.indent(mapping=2, sequence=4, offset=2)
+    y.width = 4096
+    return y
+
+
+def sidecar_rel_path(doc_rel: str, mode: str) -> str:
+    """The sidecar's KB-relative path for a document, per ``[kb] sidecars``.
+
+    ``beside`` puts ``notes/a.pnk.yaml`` next to ``notes/a.md``; any other
+    value is a folder holding a parallel tree (``.meta/notes/a.pnk.yaml``),
+    for KBs whose document folder is published as a website.
+    """
+    p = PurePosixPath(doc_rel)
+    name = p.stem + SUFFIX
+    if mode in ("", "beside"):
+        return str(p.with_name(name))
+    return str(PurePosixPath(mode.strip("/")) / p.with_name(name))
+
+
+@dataclass
+class Sidecar:
+    """A parsed sidecar. ``data`` keeps comments so it can be edited and saved."""
+
+    path: Path
+    data: CommentedMap = field(default_factory=CommentedMap)
+    error: str | None = None  # "file:line: message" when malformed
+    exists: bool = True
+
+    @property
+    def id(self) -> str | None:
+        value = self.data.get("id") if isinstance(self.data, dict) else None
+        return str(value) if value is not None else None
+
+    @property
+    def title(self) -> str | None:
+        value = self.data.get("title")
+        return str(value) if isinstance(value, str | int | float) and str(value).strip() else None
+
+    @property
+    def tags(self) -> list[str]:
+        value = self.data.get("tags")
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list):
+            return [str(t) for t in value if isinstance(t, str | int | float)]
+        return []
+
+    @property
+    def links(self) -> list[dict[str, Any]]:
+        value = self.data.get("links")
+        if not isinstance(value, list):
+            return []
+        return [dict(item) for item in value if isinstance(item, dict)]
+
+    def to_plain(self) -> dict[str, Any]:
+        """The sidecar as plain JSON-able data (for the store and ``pnk show``)."""
+        return _plain(self.data)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value if not isinstance(value, str) else str(value)
+    return str(value)
+
+
+def read_sidecar(path: Path, display: str | None = None) -> Sidecar:
+    """Parse a sidecar; problems become ``Sidecar.error`` with ``file:line``, never an exception."""
+    shown = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Sidecar(path, exists=False)
+    except OSError as exc:
+        return Sidecar(path, error=f"{shown}: cannot read: {exc.strerror}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Sidecar(path, error=f"{shown}: not UTF-8 (byte {exc.start})")
+    try:
+        data = _yaml().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = exc.problem or exc.context or "invalid YAML"
+        return _salvage(path, text, f"{shown}:{line}: {problem}")
+    except YAMLError as exc:
+        return _salvage(path, text, f"{shown}:1: {exc}")
+    if data is None:
+        data = CommentedMap()
+    if not isinstance(data, dict):
+        return _salvage(path, text, f"{shown}:1: a sidecar must be a mapping (key: value)")
+    sc = Sidecar(path, data)
+    if sc.id is not None and not is_ulid(sc.id):
+        sc.error = f"{shown}:{_line_of(text, 'id')}: id {sc.id!r} is not a ULID"
+    return sc
+
+
+def _line_of(text: str, key: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(f"{key}:"):
+            return number
+    return 1
+
+
+def _salvage(path: Path, text: str, error: str) -> Sidecar:
+    """Keep what can be known from a malformed sidecar: its ``id`` line, if any."""
+    data = CommentedMap()
+    m = _ID_LINE.search(text)
+    if m and is_ulid(m.group(1)):
+        data["id"] = m.group(1)
+    return Sidecar(path, data, error=error)
+
+
+def skeleton(doc_id: str, title: str) -> str:
+    """The text of a fresh sidecar written by ``pnk sync`` for a new document."""
+    buf = io.StringIO()
+    data = CommentedMap()
+    data["id"] = doc_id
+    data["title"] = title
+    data["tags"] = []
+    data["links"] = []
+    _yaml().dump(data, buf)
+    return "# Pinakes sidecar: this document's identity, tags and typed links.\n" + buf.getvalue()
+
+
+def write_sidecar(sidecar: Sidecar) -> None:
+    """Save an edited sidecar atomically, keeping comments and key order."""
+    buf = io.StringIO()
+    _yaml().dump(sidecar.data, buf)
+    atomic_write(sidecar.path, buf.getvalue())

@@ -1,0 +1,324 @@
+"""The derived store: one SQLite file (WAL) under ``.pinakes/``, disposable by design.
+
+``index.db`` holds documents, chunks, their full-text index and vectors. It has
+no migrations: its *signature* (``SCHEMA_VERSION``, the FTS tokenizer, the
+embedder id and every plugin's schema version) is recorded in ``meta``; a
+store with another signature is deleted and rebuilt by the next sync. The
+embedding cache lives in a separate ``cache.db`` keyed by (model, content
+hash), so a rebuild, a rename or a moved section is never re-embedded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PinakesError, StoreBusy
+
+SCHEMA_VERSION = "1"
+
+_TOKENIZE = {
+    "porter": "porter unicode61 remove_diacritics 2",
+    "unicode61": "unicode61 remove_diacritics 2",
+    "trigram": "trigram",
+}
+
+CORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc INTEGER PRIMARY KEY,          -- internal key; the user-facing identity is ulid
+    ulid TEXT NOT NULL,               -- not UNIQUE: duplicate sidecar ids are reported, not dropped
+    path TEXT NOT NULL UNIQUE,        -- KB-relative POSIX path
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',  -- JSON list
+    meta TEXT NOT NULL DEFAULT '{}',  -- JSON: front matter and sidecar fields
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    sidecar_path TEXT NOT NULL,
+    sidecar_stat TEXT NOT NULL DEFAULT '',
+    provisional INTEGER NOT NULL DEFAULT 0,   -- 1: id not from a valid sidecar
+    problems TEXT NOT NULL DEFAULT '[]'       -- JSON list of "file:line: message"
+);
+CREATE INDEX IF NOT EXISTS documents_ulid ON documents(ulid);
+CREATE INDEX IF NOT EXISTS documents_title ON documents(title COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,       -- JSON list of heading texts
+    text TEXT NOT NULL,
+    hash TEXT NOT NULL,               -- of the embedded text; the embedding cache key
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    vec BLOB                          -- little-endian float32
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc, ordinal);
+CREATE TABLE IF NOT EXISTS problems (
+    path TEXT NOT NULL,
+    message TEXT NOT NULL
+);
+"""
+
+CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    vec BLOB NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (model, hash)
+) WITHOUT ROWID;
+"""
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False)
+    conn.isolation_level = None  # explicit transactions only
+    conn.execute("PRAGMA busy_timeout = 10000")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class SyncLock:
+    """An exclusive lock on ``.pinakes/sync.lock``: one writer per KB.
+
+    A second ``pnk sync`` waits up to ``wait`` seconds, then fails clearly.
+    """
+
+    def __init__(self, state_dir: Path, wait: float = 30.0) -> None:
+        self.path = state_dir / "sync.lock"
+        self.wait = wait
+        self._fh: object | None = None
+
+    def __enter__(self) -> SyncLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    fh.seek(0)
+                    holder = fh.read().strip() or "another process"
+                    fh.close()
+                    raise StoreBusy(
+                        f"another sync is running on this knowledge base ({holder}); "
+                        "try again when it finishes"
+                    ) from None
+                time.sleep(0.1)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fh = self._fh
+        if fh is not None:
+            fh.truncate(0)  # type: ignore[attr-defined]
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)  # type: ignore[attr-defined]
+            fh.close()  # type: ignore[attr-defined]
+            self._fh = None
+
+
+class NotSynced(PinakesError):
+    """The store does not exist yet, or was built for another schema."""
+
+
+class Store:
+    """An open ``index.db`` (plus its embedding cache)."""
+
+    def __init__(self, state_dir: Path, signature: str, conn: sqlite3.Connection) -> None:
+        self.state_dir = state_dir
+        self.signature = signature
+        self.conn = conn
+        self._cache: sqlite3.Connection | None = None
+
+    # --- opening ---------------------------------------------------------
+
+    @staticmethod
+    def signature_for(tokenizer: str, embedder_id: str, plugin_schemas: Iterable[tuple[str, str, str]]) -> str:
+        """The string whose change means "rebuild the store"."""
+        parts = [f"schema={SCHEMA_VERSION}", f"tokenizer={tokenizer}", f"embedder={embedder_id}"]
+        parts += [f"{name}={version}" for name, version, _ in plugin_schemas]
+        return ";".join(parts)
+
+    @classmethod
+    def open_for_write(
+        cls,
+        state_dir: Path,
+        signature: str,
+        tokenizer: str,
+        plugin_schemas: Iterable[tuple[str, str, str]] = (),
+        rebuild: bool = False,
+    ) -> tuple[Store, bool]:
+        """Open (creating or rebuilding as needed) for a sync; returns (store, rebuilt)."""
+        state_dir.mkdir(parents=True, exist_ok=True)
+        path = state_dir / "index.db"
+        rebuilt = False
+        if path.exists():
+            old = _read_signature(path)
+            if rebuild or old != signature:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(str(path) + suffix)
+                rebuilt = True
+        conn = _connect(path)
+        conn.executescript(CORE_SCHEMA)
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
+            f"title, heading, body, tokenize='{_TOKENIZE[tokenizer]}')"
+        )
+        for _name, _version, sql in plugin_schemas:
+            conn.executescript(sql)
+        store = cls(state_dir, signature, conn)
+        if store.get_meta("signature") is None:
+            store.set_meta("signature", signature)
+            store.set_meta("generation", "0")
+        return store, rebuilt
+
+    @classmethod
+    def open_for_read(cls, state_dir: Path, signature: str) -> Store:
+        """Open for searching; a missing or outdated store is a clear error."""
+        path = state_dir / "index.db"
+        if not path.exists():
+            raise NotSynced("this knowledge base has not been indexed yet: run `pnk sync`")
+        conn = _connect(path)
+        store = cls(state_dir, signature, conn)
+        try:
+            found = store.get_meta("signature")
+        except sqlite3.DatabaseError as exc:
+            raise NotSynced(f"the index is unreadable ({exc}): run `pnk sync --rebuild`") from exc
+        if found != signature:
+            raise NotSynced(
+                "the index was built with another schema, tokenizer, embedder or plugin set: "
+                "run `pnk sync` to rebuild it"
+            )
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    # --- meta --------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it lands, or none of it (a killed sync)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees one consistent generation."""
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("COMMIT")
+
+    # --- embedding cache ------------------------------------------------------
+
+    @property
+    def cache(self) -> sqlite3.Connection:
+        if self._cache is None:
+            self._cache = _connect(self.state_dir / "cache.db")
+            self._cache.executescript(CACHE_SCHEMA)
+        return self._cache
+
+    def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, bytes]:
+        """Vectors already computed for these content hashes (the rest must be embedded)."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(hashes), 500):
+            part = hashes[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.cache.execute(
+                f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                (model, *part),
+            ):
+                found[row[0]] = row[1]
+        return found
+
+    def cache_vectors(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
+        """Remember vectors by content hash; committed at once so a killed sync keeps them."""
+        now = time.time()
+        with contextlib.closing(self.cache.cursor()) as cur:
+            cur.execute("BEGIN")
+            cur.executemany(
+                "INSERT OR REPLACE INTO embeddings(model, hash, vec, updated) VALUES (?, ?, ?, ?)",
+                [(model, h, np.asarray(v, "<f4").tobytes(), now) for h, v in items],
+            )
+            cur.execute("COMMIT")
+
+    # --- reading ----------------------------------------------------------------
+
+    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """All chunk vectors as one float32 matrix, with the chunk ids of its rows."""
+        rows = self.conn.execute(
+            "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
+        ).fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return ids, np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        if matrix.shape[1] != dim:
+            raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
+        return ids, matrix
+
+    def document_problems(self) -> list[tuple[str, str]]:
+        """Every problem the last sync reported, as (path, message)."""
+        out = [(r[0], r[1]) for r in self.conn.execute("SELECT path, message FROM problems")]
+        for row in self.conn.execute("SELECT path, problems FROM documents WHERE problems != '[]'"):
+            out.extend((row[0], msg) for msg in json.loads(row[1]))
+        return sorted(out)
+
+
+def _read_signature(path: Path) -> str | None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+    return None if row is None else str(row[0])

@@ -1,0 +1,423 @@
+"""``pnk sync``: make the derived store match the files, incrementally and for free.
+
+Three phases keep it exact and crash-safe:
+
+1. *Scan*: walk the KB; an unchanged file (same size and mtime, same sidecar
+   stat) costs one ``stat``. Changed files are read, hashed and re-chunked.
+2. *Embed*: chunks whose content hash is not in the embedding cache are
+   embedded (sorted by length, batched) and cached as they go, so a killed
+   sync loses no embedding work.
+3. *Apply*: every change lands in ONE write transaction, so a reader (or a
+   killed sync) sees the previous consistent index or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .fsutil import WalkProblem, atomic_write, walk_kb
+from .markdown import Chunk, ParsedDocument, parse_markdown
+from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
+from .store import Store
+from .text import segment_cjk
+
+if TYPE_CHECKING:
+    from .kb import KB
+
+# Title, heading path and a separator take some of the embedder's window.
+CHUNK_HEADROOM = 40
+
+
+@dataclass
+class SyncReport:
+    """What a sync did; printed as one line, or as JSON with ``--json``."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_embedded: int = 0
+    chunks_cached: int = 0
+    sidecars_created: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    rebuilt: bool = False
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    generation: int = 0
+
+    def summary(self) -> str:
+        """The one closing line a sync prints."""
+        parts = [
+            f"{len(self.added)} added",
+            f"{len(self.changed)} changed",
+            f"{len(self.removed)} removed",
+        ]
+        if self.renamed:
+            parts.append(f"{len(self.renamed)} renamed")
+        parts.append(f"{self.unchanged} unchanged")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        text = ", ".join(parts)
+        text += f"; {self.chunks_embedded} chunks embedded, {self.chunks_cached} from cache"
+        if self.problems:
+            text += f"; {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
+        text += f" in {self.seconds:.2f}s"
+        if self.rebuilt:
+            text = "rebuilt the index: " + text
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "renamed": [{"from": a, "to": b} for a, b in self.renamed],
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_cached": self.chunks_cached,
+            "sidecars_created": self.sidecars_created,
+            "problems": self.problems,
+            "rebuilt": self.rebuilt,
+            "seconds": round(self.seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
+            "generation": self.generation,
+        }
+
+
+@dataclass
+class PreparedDoc:
+    """A changed document, read and chunked, waiting for its vectors."""
+
+    rel: str
+    ulid: str
+    provisional: bool
+    title: str
+    tags: list[str]
+    meta: dict[str, Any]
+    size: int
+    mtime_ns: int
+    hash: str
+    sidecar_rel: str
+    sidecar_stat: str
+    problems: list[str]
+    parsed: ParsedDocument
+    chunk_rows: list[dict[str, Any]] = field(default_factory=list)
+    sidecar: Sidecar | None = None
+
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def _stat_key(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return ""
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None,
+            lock_wait: float = 30.0) -> SyncReport:
+    """Bring ``kb``'s store up to date with its files. See the module docstring."""
+    from .store import SyncLock
+
+    started = time.perf_counter()
+    report = SyncReport()
+    with SyncLock(kb.config.state_dir, wait=lock_wait):
+        store, rebuilt = kb.open_store_for_write(rebuild=rebuild)
+        try:
+            report.rebuilt = rebuilt
+            _sync(kb, store, report, progress)
+        finally:
+            store.close()
+    kb.invalidate()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
+    cfg = kb.config
+    root = cfg.root
+    max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
+    mode = str(cfg.kb["sidecars"])
+    walk_problems: list[WalkProblem] = []
+    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems))
+    problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
+
+    existing = {
+        row["path"]: row
+        for row in store.conn.execute(
+            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_stat FROM documents"
+        )
+    }
+    seen: set[str] = set()
+    prepared: list[PreparedDoc] = []
+    touched: list[tuple[int, int, str, int]] = []  # (size, mtime, sidecar_stat, doc) stat-only updates
+    embedder = kb.embedder
+    budget = max(32, embedder.max_tokens - CHUNK_HEADROOM)
+
+    for i, (rel, path) in enumerate(files):
+        if progress:
+            progress("scan", i + 1, len(files))
+        sc_rel = sidecar_rel_path(rel, mode)
+        sc_path = root / sc_rel
+        try:
+            st = path.stat()
+        except OSError as exc:
+            problems.append((rel, f"cannot read: {exc.strerror}"))
+            continue
+        sc_stat = _stat_key(sc_path)
+        old = existing.get(rel)
+        if (
+            old is not None
+            and old["size"] == st.st_size
+            and old["mtime_ns"] == st.st_mtime_ns
+            and old["sidecar_stat"] == sc_stat
+        ):
+            seen.add(rel)
+            report.unchanged += 1
+            continue
+        if st.st_size > max_bytes:
+            problems.append(
+                (rel, f"skipped: {st.st_size / 1048576:.1f} MB is over max_file_mb "
+                      f"({cfg.kb['max_file_mb']} MB in pinakes.toml)")
+            )
+            report.skipped += 1
+            continue
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            problems.append((rel, f"cannot read: {exc.strerror}"))
+            report.skipped += 1
+            continue
+        if b"\x00" in raw[:65536]:
+            problems.append((rel, "skipped: binary file (contains NUL bytes), not Markdown"))
+            report.skipped += 1
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            problems.append((f"{rel}:{line}", f"skipped: not UTF-8 (invalid byte at offset {exc.start})"))
+            report.skipped += 1
+            continue
+        digest = hashlib.sha256(raw).hexdigest()
+        if old is not None and old["hash"] == digest and old["sidecar_stat"] == sc_stat:
+            seen.add(rel)
+            touched.append((st.st_size, st.st_mtime_ns, sc_stat, old["doc"]))
+            report.unchanged += 1
+            continue
+        seen.add(rel)
+        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report)
+        doc.sidecar_stat = _stat_key(sc_path)
+        prepared.append(doc)
+
+    removed = [row for path, row in existing.items() if path not in seen]
+
+    # Phase 2: vectors, from the cache where possible.
+    _embed(kb, store, prepared, report, progress)
+
+    # Phase 3: one transaction.
+    tokenizer = str(cfg.retrieval["tokenizer"])
+    with store.transaction() as conn:
+        for row in removed:
+            _delete_doc(conn, row["doc"])
+        for size, mtime, sc_stat, doc_key in touched:
+            conn.execute(
+                "UPDATE documents SET size = ?, mtime_ns = ?, sidecar_stat = ? WHERE doc = ?",
+                (size, mtime, sc_stat, doc_key),
+            )
+        for doc in prepared:
+            old = existing.get(doc.rel)
+            if old is not None:
+                _delete_doc(conn, old["doc"])
+            _insert_doc(conn, doc, tokenizer)
+        conn.execute("DELETE FROM problems")
+        conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", problems)
+        dupes = conn.execute(
+            "SELECT ulid, group_concat(path, ', ') FROM documents GROUP BY ulid HAVING count(*) > 1"
+        ).fetchall()
+        generation = store.generation + 1
+        store.set_meta("generation", str(generation))
+        store.set_meta("last_sync", str(time.time()))
+        store.set_meta("embedder", embedder.id)
+        store.set_meta("dim", str(embedder.dim))
+    report.generation = generation
+
+    added_ulids = {d.ulid: d.rel for d in prepared if d.rel not in existing}
+    for row in removed:
+        if row["ulid"] in added_ulids:
+            report.renamed.append((row["path"], added_ulids.pop(row["ulid"])))
+        else:
+            report.removed.append(row["path"])
+    renamed_to = {b for _, b in report.renamed}
+    report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
+    report.changed = [d.rel for d in prepared if d.rel in existing]
+    report.problems = [f"{p}: {m}" for p, m in problems]
+    for doc in prepared:
+        report.problems.extend(doc.problems)
+    for ulid, paths in dupes:
+        report.problems.append(
+            f"duplicate id {ulid} claimed by {paths}: both are indexed; give one a new id "
+            "(delete its `id:` line and run `pnk sync`)"
+        )
+
+
+def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
+    excludes = list(kb_cfg["exclude"])
+    if mode not in ("", "beside"):
+        excludes.append(mode.strip("/") + "/**")
+    return excludes
+
+
+def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
+             sc_path: Path, budget: int, embedder: Any, report: SyncReport) -> PreparedDoc:
+    parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
+    problems: list[str] = []
+    if parsed.front_matter_error:
+        problems.append(f"{rel}:{parsed.front_matter_error.removeprefix('line ')}"
+                        if parsed.front_matter_error.startswith("line ")
+                        else f"{rel}: {parsed.front_matter_error}")
+    fm = parsed.front_matter
+    fallback_title = parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
+    sc = read_sidecar(sc_path, display=sc_rel)
+    provisional = False
+    if not sc.exists:
+        ulid = new_ulid()
+        atomic_write(sc_path, skeleton(ulid, fallback_title))
+        report.sidecars_created.append(sc_rel)
+        sc = read_sidecar(sc_path, display=sc_rel)
+    if sc.error:
+        problems.append(sc.error + " (the document is indexed with what could be read)")
+    ulid = sc.id if sc.id and is_ulid(sc.id) else None
+    if ulid is None:
+        # Never rewrite a sidecar the user must fix: index under a stable provisional id.
+        provisional = True
+        ulid = _provisional_id(rel)
+        if not sc.error:
+            problems.append(f"{sc_rel}:1: no `id:`; indexed under a provisional id until one is added")
+    title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
+    tags = sc.tags or _fm_tags(fm)
+    if not parsed.chunks:
+        # Every document gets at least one chunk, so an empty or front-matter-only
+        # document is still found by its title (and description).
+        desc = fm.get("description")
+        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
+    meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
+    return PreparedDoc(
+        rel=rel, ulid=ulid, provisional=provisional, title=title, tags=tags, meta=meta,
+        size=st.st_size, mtime_ns=st.st_mtime_ns, hash=digest, sidecar_rel=sc_rel,
+        sidecar_stat="", problems=problems, parsed=parsed, sidecar=sc,
+    )
+
+
+def _fm_tags(fm: dict[str, Any]) -> list[str]:
+    tags = fm.get("tags")
+    if isinstance(tags, str):
+        return [t.strip() for t in tags.split(",") if t.strip()]
+    if isinstance(tags, list):
+        return [str(t) for t in tags if isinstance(t, str | int | float)]
+    return []
+
+
+def _provisional_id(rel: str) -> str:
+    """A deterministic ULID-shaped id from the path, for a document without a valid sidecar id."""
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    n = int.from_bytes(hashlib.sha256(rel.encode()).digest()[:16], "big") >> 2
+    return "".join(alphabet[(n >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+    """What the embedder sees for a chunk: its document title and heading path give context."""
+    head = " > ".join(heading_path)
+    return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
+
+
+def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
+           progress: ProgressFn | None) -> None:
+    embedder = kb.embedder
+    model = embedder.id
+    pending: dict[str, str] = {}  # hash -> text
+    for doc in docs:
+        for chunk in doc.parsed.chunks:
+            text = embed_text(doc.title, chunk.heading_path, chunk.text)
+            h = hashlib.sha1(text.encode("utf-8")).hexdigest()
+            doc.chunk_rows.append({"chunk": chunk, "hash": h})
+            pending.setdefault(h, text)
+    cached = store.cached_vectors(model, list(pending))
+    vectors: dict[str, bytes] = dict(cached)
+    todo = [(h, t) for h, t in pending.items() if h not in cached]
+    report.chunks_cached = sum(len(d.chunk_rows) for d in docs) - sum(
+        1 for d in docs for r in d.chunk_rows if r["hash"] not in cached
+    )
+    t0 = time.perf_counter()
+    done = 0
+    batch = 256  # cache commit granularity: a killed sync keeps all finished batches
+    bs = int(kb.config.section("embedding").get("batch_size", 32))
+    for start in range(0, len(todo), batch):
+        part = todo[start : start + batch]
+
+        def tick(n: int, _base: int = done) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress("embed", done, len(todo))
+
+        vecs = embedder.embed([t for _, t in part], batch_size=bs, progress=tick)
+        store.cache_vectors(model, [(h, v) for (h, _), v in zip(part, vecs, strict=True)])
+        for (h, _), v in zip(part, vecs, strict=True):
+            vectors[h] = v.astype("<f4").tobytes()
+    report.embed_seconds = time.perf_counter() - t0
+    report.chunks_embedded = sum(
+        1 for d in docs for r in d.chunk_rows if r["hash"] not in cached
+    )
+    for doc in docs:
+        for row in doc.chunk_rows:
+            row["vec"] = vectors[row["hash"]]
+
+
+def _delete_doc(conn: Any, doc_key: int) -> None:
+    conn.execute(
+        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc = ?)", (doc_key,)
+    )
+    conn.execute("DELETE FROM chunks WHERE doc = ?", (doc_key,))
+    conn.execute("DELETE FROM documents WHERE doc = ?", (doc_key,))
+
+
+def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str) -> int:
+    cur = conn.execute(
+        "INSERT INTO documents(ulid, path, title, tags, meta, size, mtime_ns, hash, sidecar_path,"
+        " sidecar_stat, provisional, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            doc.ulid, doc.rel, doc.title, json.dumps(doc.tags), json.dumps(doc.meta, default=str),
+            doc.size, doc.mtime_ns, doc.hash, doc.sidecar_rel, doc.sidecar_stat,
+            int(doc.provisional), json.dumps(doc.problems),
+        ),
+    )
+    doc_key = int(cur.lastrowid)
+    seg = (lambda s: s) if tokenizer == "trigram" else segment_cjk
+    title_fts = seg(doc.title)
+    for row in doc.chunk_rows:
+        chunk = row["chunk"]
+        heading = " > ".join(chunk.heading_path)
+        cur = conn.execute(
+            "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (doc_key, chunk.ordinal, json.dumps(list(chunk.heading_path)), chunk.text, row["hash"],
+             chunk.start_line, chunk.end_line, row["vec"]),
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?, ?, ?, ?)",
+            (cur.lastrowid, title_fts, seg(heading), seg(chunk.text)),
+        )
+    return doc_key

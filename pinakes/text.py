@@ -1,0 +1,89 @@
+"""Text helpers shared by indexing and search: query terms, CJK segmentation, FTS syntax.
+
+User text never reaches FTS5 as syntax: a query becomes an OR of quoted terms,
+so quotes, ``*``, ``-``, ``NEAR``, ``AND`` and unbalanced parentheses are just
+characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+CJK_RE = re.compile(f"[{_CJK}]")
+_TERM_RE = re.compile(f"[{_CJK}]+|[^\\W_]+(?:['’][^\\W_]+)?", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve""".split()
+)
+
+
+def segment_cjk(text: str) -> str:
+    """Put spaces around CJK characters so FTS5's word tokenizers index each one.
+
+    unicode61 would otherwise treat a whole run of ideographs as one token, and a
+    query for a two-character word inside it would never match.
+    """
+    if not CJK_RE.search(text):
+        return text
+    return CJK_RE.sub(lambda m: f" {m.group(0)} ", text)
+
+
+def query_terms(query: str, keep_stopwords: bool = False) -> list[str]:
+    """The distinct search terms of a query, lower-cased, in order.
+
+    A CJK run becomes its character bigrams (each searched as a phrase). Stop
+    words are dropped unless the query has nothing else.
+    """
+    raw: list[str] = []
+    for t in _TERM_RE.findall(query):
+        if CJK_RE.match(t):
+            # Overlapping character bigrams: the usual way to search unsegmented text.
+            raw.extend(t[i : i + 2] for i in range(max(1, len(t) - 1)))
+        else:
+            raw.append(t.lower().replace("’", "'"))
+    seen: dict[str, None] = {}
+    for t in raw:
+        seen.setdefault(t, None)
+    terms = list(seen)
+    if keep_stopwords:
+        return terms
+    content = [t for t in terms if t not in STOPWORDS]
+    return content or terms
+
+
+def fts_term(term: str) -> str:
+    """One term as a quoted FTS5 string (a phrase of characters for CJK)."""
+    if CJK_RE.match(term):
+        term = " ".join(term)
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression: the OR of the quoted terms ('' when there are none)."""
+    return " OR ".join(fts_term(t) for t in terms[:64])
+
+
+def fts_phrase(text: str) -> str:
+    """An exact-phrase FTS5 expression for ``text`` ('' when it has no terms)."""
+    terms = query_terms(text, keep_stopwords=True)
+    if not terms:
+        return ""
+    words = " ".join(" ".join(t) if CJK_RE.match(t) else t for t in terms)
+    return '"' + words.replace('"', '""') + '"'
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked"."""
+    if CJK_RE.match(term):
+        return re.compile(re.escape(term))
+    stem = term if len(term) <= 4 else term[: max(4, len(term) - 3)]
+    return re.compile(r"(?<![^\W_])" + re.escape(stem), re.IGNORECASE)

@@ -1,0 +1,55 @@
+"""Shared fixtures: isolated user state, a real embedder loaded once, small KBs on disk."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pinakes import KB
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the developer's real fleet registry."""
+    monkeypatch.setenv("PINAKES_USER_PATH", str(tmp_path_factory.mktemp("user")))
+    monkeypatch.delenv("PINAKES_KB", raising=False)
+    monkeypatch.delenv("PINAKES_RAISE_ERRORS", raising=False)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real default embedder, loaded once for the whole session."""
+    from pinakes.default_plugins.minilm import MiniLMEmbedder
+
+    emb = MiniLMEmbedder()
+    emb.embed(["warm up"])
+    return emb
+
+
+@pytest.fixture
+def make_kb(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> Callable[..., KB]:
+    """Build a KB from ``{relative path: text}`` (text is dedented); returns it unsynced.
+
+    Every KB shares the session's embedder instance so the model loads once.
+    """
+
+    def build(files: dict[str, str | bytes], name: str = "test-kb", root: Path | None = None,
+              config: str = "") -> KB:
+        base = root or tmp_path / name
+        base.mkdir(parents=True, exist_ok=True)
+        (base / "pinakes.toml").write_text(f'[kb]\nname = "{name}"\n{config}', encoding="utf-8")
+        for rel, text in files.items():
+            p = base / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                p.write_bytes(text)
+            else:
+                p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        kb = KB.open(base)
+        kb._embedder = embedder
+        return kb
+
+    return build
