@@ -46,6 +46,7 @@ class Hit:
     chunk_id: int
     ordinal: int
     start_line: int
+    kb: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -284,7 +285,7 @@ def hybrid_search(
                 heading_path=json.loads(d["heading_path"]), text=body, snippet=snippet,
                 highlights=spans, score=round(score, 6),
                 ranks={name: rank_of[name].get(cid) for name in lists.ranked},
-                chunk_id=cid, ordinal=d["ordinal"], start_line=d["start_line"],
+                chunk_id=cid, ordinal=d["ordinal"], start_line=d["start_line"], kb=kb.name,
             )
         )
     confidence = kb.confidence(hits, lists, cosines) if hits else None

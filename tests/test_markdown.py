@@ -267,6 +267,17 @@ def test_budget_holds_with_the_real_minilm_tokenizer() -> None:
     assert len(result.chunks) > 10
 
 
+def test_reference_definitions_around_split_blocks_are_not_lost() -> None:
+    rng = random.Random(9)
+    long_para = " ".join(sentence(rng) for _ in range(30))
+    doc = f"# H\n\n[lead]: /lead.md\n\n{long_para}\n\n[mid]: /mid.md\n\nshort tail\n"
+    result = parse_markdown(doc, max_tokens=40, count_tokens=count_words)
+    assert max(count_words([c.text for c in result.chunks])) <= 40
+    words = [w for c in result.chunks for w in c.text.split()]
+    assert words == doc.split()[2:]  # everything after the heading, in order
+    assert [lk.target for lk in result.links] == []  # definitions alone are not links
+
+
 def test_oversized_paragraph_splits_at_sentences() -> None:
     rng = random.Random(3)
     para = " ".join(sentence(rng) for _ in range(60))
@@ -475,6 +486,15 @@ def test_link_targets_keep_case_and_scheme() -> None:
         "pnk://01HQ3ZV8K9XKQ2J4Y6ABCDEFGH",
         "kb://My_KB/Some Dir/Ä.md",
         "HTTPS://Ex.COM/P",
+    ]
+
+
+def test_link_targets_are_not_normalised_or_filtered_by_the_parser() -> None:
+    doc = "[idn](https://bücher.example/ü) [file](file:///tmp/n.md) [js](javascript:void(0))\n"
+    assert [lk.target for lk in parse_markdown(doc).links] == [
+        "https://bücher.example/ü",  # markdown-it would punycode the host
+        "file:///tmp/n.md",  # and drop these schemes; the caller decides
+        "javascript:void(0)",
     ]
 
 

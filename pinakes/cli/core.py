@@ -21,7 +21,7 @@ def kb_option(f: Callable[..., Any]) -> Callable[..., Any]:
         "kb_path",
         envvar="PINAKES_KB",
         metavar="PATH",
-        help="Knowledge base folder (default: walk up from here to pinakes.toml).",
+        help="Knowledge base: a folder or a fleet name (default: walk up from here to pinakes.toml).",
     )(f)
 
 
@@ -30,8 +30,10 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_kb(kb_path: str | None) -> KB:
-    """Open the KB named by ``--kb`` or found from the current folder."""
-    return KB.open(kb_path)
+    """Open the KB named by ``--kb`` (a path or fleet name) or found from the current folder."""
+    from ..fleet import resolve_kb
+
+    return resolve_kb(kb_path)
 
 
 def echo_json(data: Any) -> None:
