@@ -223,6 +223,14 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         prepared.append(doc)
 
     removed = [row for path, row in existing.items() if path not in seen]
+    # A document that vanished from one path and appeared at another with the same
+    # ULID was renamed (moved with its sidecar): it keeps its internal key.
+    vanished = {row["ulid"]: row for row in removed}
+    renames: dict[str, Any] = {}
+    for doc in prepared:
+        if doc.rel not in existing and doc.ulid in vanished and not doc.provisional:
+            renames[doc.rel] = vanished.pop(doc.ulid)
+    removed = [row for row in removed if row["ulid"] in vanished]
 
     # Phase 2: vectors, from the cache where possible.
     _embed(kb, store, prepared, report, progress)
@@ -238,10 +246,10 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
                 (size, mtime, sc_stat, doc_key),
             )
         for doc in prepared:
-            old = existing.get(doc.rel)
-            if old is not None:
-                _delete_doc(conn, old["doc"])
-            _insert_doc(conn, doc, tokenizer)
+            old = existing.get(doc.rel) or renames.get(doc.rel)
+            # A changed or renamed document keeps its internal key, so graph nodes
+            # and edges that other documents hold towards it stay valid.
+            _insert_doc(conn, doc, tokenizer, replace=None if old is None else old["doc"])
         conn.execute("DELETE FROM problems")
         conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", problems)
         dupes = conn.execute(
@@ -254,13 +262,9 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("dim", str(embedder.dim))
     report.generation = generation
 
-    added_ulids = {d.ulid: d.rel for d in prepared if d.rel not in existing}
-    for row in removed:
-        if row["ulid"] in added_ulids:
-            report.renamed.append((row["path"], added_ulids.pop(row["ulid"])))
-        else:
-            report.removed.append(row["path"])
-    renamed_to = {b for _, b in report.renamed}
+    report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
+    report.removed = [row["path"] for row in removed]
+    renamed_to = set(renames)
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
     report.changed = [d.rel for d in prepared if d.rel in existing]
     report.problems = [f"{p}: {m}" for p, m in problems]
@@ -386,25 +390,40 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
             row["vec"] = vectors[row["hash"]]
 
 
-def _delete_doc(conn: Any, doc_key: int) -> None:
+def _delete_chunks(conn: Any, doc_key: int) -> None:
     conn.execute(
         "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc = ?)", (doc_key,)
     )
     conn.execute("DELETE FROM chunks WHERE doc = ?", (doc_key,))
+
+
+def _delete_doc(conn: Any, doc_key: int) -> None:
+    _delete_chunks(conn, doc_key)
     conn.execute("DELETE FROM documents WHERE doc = ?", (doc_key,))
 
 
-def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str) -> int:
-    cur = conn.execute(
-        "INSERT INTO documents(ulid, path, title, tags, meta, size, mtime_ns, hash, sidecar_path,"
-        " sidecar_stat, provisional, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            doc.ulid, doc.rel, doc.title, json.dumps(doc.tags), json.dumps(doc.meta, default=str),
-            doc.size, doc.mtime_ns, doc.hash, doc.sidecar_rel, doc.sidecar_stat,
-            int(doc.provisional), json.dumps(doc.problems),
-        ),
+def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None = None) -> int:
+    """Insert a document and its chunks, or (``replace``) rewrite one keeping its key."""
+    values = (
+        doc.ulid, doc.rel, doc.title, json.dumps(doc.tags), json.dumps(doc.meta, default=str),
+        doc.size, doc.mtime_ns, doc.hash, doc.sidecar_rel, doc.sidecar_stat,
+        int(doc.provisional), json.dumps(doc.problems),
     )
-    doc_key = int(cur.lastrowid)
+    if replace is not None:
+        _delete_chunks(conn, replace)
+        conn.execute(
+            "UPDATE documents SET ulid=?, path=?, title=?, tags=?, meta=?, size=?, mtime_ns=?,"
+            " hash=?, sidecar_path=?, sidecar_stat=?, provisional=?, problems=? WHERE doc = ?",
+            (*values, replace),
+        )
+        doc_key = replace
+    else:
+        cur = conn.execute(
+            "INSERT INTO documents(ulid, path, title, tags, meta, size, mtime_ns, hash, sidecar_path,"
+            " sidecar_stat, provisional, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            values,
+        )
+        doc_key = int(cur.lastrowid)
     seg = (lambda s: s) if tokenizer == "trigram" else segment_cjk
     title_fts = seg(doc.title)
     for row in doc.chunk_rows:
