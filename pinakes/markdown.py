@@ -104,6 +104,10 @@ def parse_markdown(
     embedding time. Without a counter a word/punctuation estimate is used.
     The only exception to the budget is a single character that alone counts
     more than ``max_tokens``, which cannot be split further.
+
+    Chunk text is the file's own source (CRLF read as LF), except that pieces
+    of a code fence too big for one chunk are each re-wrapped in the fence's
+    opening and closing lines so every piece still reads as code.
     """
     src = _normalize(text)
     counter = count_tokens if count_tokens is not None else _approx_count_tokens
@@ -568,6 +572,7 @@ class _Chunker:
         return _Piece(f"{wrap.open}\n{inner}\n{wrap.close}", start, end, verbatim=False)
 
     def blank(self, a_line: int, b_line: int) -> bool:
+        """Whether lines [a_line, b_line) hold only whitespace (safe to leave out)."""
         return not self.src[self.off(a_line) : self.off(b_line)].strip()
 
     # -- sections and blocks
@@ -613,6 +618,7 @@ class _Chunker:
         return units
 
     def split_section(self, section: _Section, whole: int) -> list[_Piece]:
+        """Pack an oversized section's blocks, splitting only blocks that alone overflow."""
         units = self.units(section)
         if not units:
             return []

@@ -270,7 +270,7 @@ def test_budget_holds_with_the_real_minilm_tokenizer() -> None:
 def test_reference_definitions_around_split_blocks_are_not_lost() -> None:
     rng = random.Random(9)
     long_para = " ".join(sentence(rng) for _ in range(30))
-    doc = f"# H\n\n[lead]: /lead.md\n\n{long_para}\n\n[mid]: /mid.md\n\nshort tail\n"
+    doc = f"# H\n\n[lead]: /lead.md\n\n{long_para}\n\n[mid]: /mid.md\n\nshort tail\n\n[end]: /end.md\n"
     result = parse_markdown(doc, max_tokens=40, count_tokens=count_words)
     assert max(count_words([c.text for c in result.chunks])) <= 40
     words = [w for c in result.chunks for w in c.text.split()]
