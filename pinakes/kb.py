@@ -39,6 +39,7 @@ class KB:
         self._reader: Store | None = None
         self._reader_ino: int | None = None
         self._dense: DenseIndex | None = None
+        self._graph: Any = None
         self._idf_cache: dict[str, Any] = {}
         self._calibration: Any = None
 
@@ -102,9 +103,15 @@ class KB:
 
     @property
     def signature(self) -> str:
+        derivers = [f"{name}:{getattr(d, 'version', '1')}" for name, d in self.edge_derivers().items()]
         return Store.signature_for(
-            str(self.config.retrieval["tokenizer"]), self.config.embedder_id, plugins.get_store_schemas()
+            str(self.config.retrieval["tokenizer"]), self.config.embedder_id,
+            plugins.get_store_schemas(), derivers,
         )
+
+    def edge_derivers(self) -> dict[str, Any]:
+        """Installed edge derivers by name (run by sync)."""
+        return plugins.get_edge_derivers()
 
     def open_store_for_write(self, rebuild: bool = False) -> tuple[Store, bool]:
         """Open the store for a sync, rebuilding it when its signature changed."""
@@ -125,6 +132,7 @@ class KB:
                 self._reader.close()
                 self._reader = None
             self._dense = None
+            self._graph = None
             self._reader = Store.open_for_read(self.config.state_dir, self.signature)
             self._reader_ino = ino
         return self._reader
@@ -137,12 +145,22 @@ class KB:
             self._dense = DenseIndex(gen, ids, matrix)
         return self._dense
 
+    def graph_index(self, store: Store) -> Any:
+        """The in-memory graph of the store's current generation (reloaded after a sync)."""
+        from .graph import GraphIndex
+
+        gen = store.generation
+        if self._graph is None or self._graph.generation != gen:
+            self._graph = GraphIndex.load(store.conn, gen)
+        return self._graph
+
     def invalidate(self) -> None:
         """Forget cached reader state (after this process synced)."""
         if self._reader is not None:
             self._reader.close()
         self._reader = None
         self._dense = None
+        self._graph = None
         self._idf_cache.clear()
 
     def close(self) -> None:
@@ -156,13 +174,24 @@ class KB:
         return sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
 
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
-               concepts: Sequence[str] = (), channel: str | None = None) -> SearchResult:
-        """Hybrid search; see :mod:`pinakes.search`."""
-        return hybrid_search(self, query, k=k, entities=entities, concepts=concepts, channel=channel)
+               concepts: Sequence[str] = (), channel: str | None = None,
+               channels: Sequence[str] | None = None, graph_roots: int | None = None) -> SearchResult:
+        """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval)."""
+        return hybrid_search(self, query, k=k, entities=entities, concepts=concepts, channel=channel,
+                             channels=channels, graph_roots=graph_roots)
 
     def confidence(self, hits: list[Any], lists: Any, cosines: np.ndarray) -> float | None:
-        """Calibrated probability that the hits hold the evidence; None when uncalibrated."""
-        return None
+        """Calibrated probability that the hits hold the evidence; None when uncalibrated.
+
+        Features come from the lists the search already holds (a few NumPy
+        reductions and one indexed lookup); see :mod:`pinakes.evaluation.calibration`.
+        """
+        model = self.calibration()
+        if model is None or not hits:
+            return None
+        from .evaluation.calibration import extract_features
+
+        return float(model.predict(extract_features(self, hits, lists, cosines)))
 
     def status(self) -> dict[str, Any]:
         """Counts and facts about the store, for ``pnk status`` and ``pinakes_kbs``."""
@@ -188,6 +217,9 @@ class KB:
             out["embedder"] = store.get_meta("embedder")
             out["dim"] = int(store.get_meta("dim") or 0)
             out["problems"] = len(store.document_problems())
+            from .graph import edge_counts
+
+            out["nodes_by_kind"], out["edges_by_kind"] = edge_counts(conn)
         size = 0
         for f in self.config.state_dir.iterdir():
             if f.name.startswith("index.db"):
@@ -289,3 +321,85 @@ class KB:
             "problems": json.loads(row["problems"]),
             "sections": sections,
         }
+
+    def read(self, ref: str, section: str | Sequence[str] | None = None) -> dict[str, Any]:
+        """A document's text, or one section's, with its sidecar metadata (``pinakes_read``).
+
+        ``section`` is a heading path, ``"Intro > Background"`` or a list; its
+        tail is enough when unique (``"Background"``). Only indexed documents
+        are read, from their indexed path, and never through a symlink that
+        leaves the KB: see :mod:`pinakes.reading`.
+        """
+        from .reading import read_document
+
+        return read_document(self, ref, section)
+
+    def calibration(self) -> Any:
+        """The confidence calibration in force, or None (confidence then stays ``unknown``).
+
+        The KB's own ``golden/calibration.json`` (or ``[retrieval] calibration``)
+        wins over the one shipped for the default embedder. A missing,
+        unreadable or mismatched file (another embedder, another feature set)
+        gives None rather than a number that no longer means what it says.
+        Re-read only when the file changes (one stat per search).
+        """
+        from .errors import CalibrationError
+        from .evaluation.calibration import Calibration, calibration_path
+
+        path = calibration_path(self)
+        try:
+            key = (str(path), path.stat().st_mtime_ns) if path is not None else None
+        except OSError:
+            key = None
+        cached = self._calibration
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        model = None
+        if key is not None and path is not None:
+            try:
+                model = Calibration.load(path)
+            except CalibrationError:
+                model = None
+            if model is not None and not model.matches(self.config.embedder_id):
+                model = None
+        self._calibration = (key, model)
+        return model
+
+    # --- links (pinakes/links.py, pinakes/doctor.py) ----------------------------------
+
+    def links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
+              query: str | None = None) -> dict[str, Any]:
+        """A document's typed neighbourhood: the ``pinakes_links`` structure of DESIGN §6.
+
+        ``{neighbours: [{doc_id, title, rel, direction, distance, score}], frontier:
+        [{doc_id, rel}], unresolved: [{target, reason}], confidence, truncated, depth}``
+        plus ``note`` when ``depth`` was capped at 3. A neighbour in another fleet KB
+        also carries ``kb``. Raises DocumentNotFound or QueryError for bad arguments.
+        """
+        return self.walk_links(doc, rel=rel, direction=direction, depth=depth, query=query).to_dict()
+
+    def walk_links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
+                   query: str | None = None) -> Any:
+        """Like :meth:`links` but returns the :class:`pinakes.links.LinkResult` (paths, ``via``)."""
+        from .links import walk
+
+        return walk(self, doc, rel=rel, direction=direction, depth=depth, query=query)
+
+    def link(self, src: str, dst: str, rel: str, note: str | None = None,
+             allow_dangling: bool = False) -> dict[str, Any]:
+        """Add a typed link SRC -> DST to SRC's sidecar (idempotent, atomic), then sync."""
+        from .links import add_link
+
+        return add_link(self, src, dst, rel, note=note, allow_dangling=allow_dangling)
+
+    def unlink(self, src: str, dst: str, rel: str | None = None) -> dict[str, Any]:
+        """Remove SRC's sidecar links to DST (only relation ``rel`` if given), then sync."""
+        from .links import remove_link
+
+        return remove_link(self, src, dst, rel=rel)
+
+    def doctor(self) -> dict[str, Any]:
+        """Health report: link coverage, dangling links, duplicate ids, orphan sidecars, ..."""
+        from .doctor import diagnose
+
+        return diagnose(self)

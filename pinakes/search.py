@@ -146,8 +146,17 @@ def hybrid_search(
     entities: Sequence[str] = (),
     concepts: Sequence[str] = (),
     channel: str | None = None,
+    channels: Sequence[str] | None = None,
+    graph_roots: int | None = None,
 ) -> SearchResult:
-    """Search one KB. See the module docstring for the pipeline."""
+    """Search one KB. See the module docstring for the pipeline.
+
+    ``channels`` restricts which of the ``lexical`` and ``dense`` lists fuse
+    (default both): ``pnk eval`` compares BM25-only and dense-only this way
+    through the very same code path. ``graph_roots`` is how many fused hits
+    seed the graph channel (default ``k``), so a caller can ask for a longer
+    list without changing what the channel is given.
+    """
     if not isinstance(query, str) or not query.strip():
         raise QueryError("the query is empty")
     cfg = kb.config.retrieval
@@ -158,13 +167,17 @@ def hybrid_search(
     channel_name = channel if channel is not None else str(cfg["graph_channel"])
     graph = None
     if channel_name not in ("", "off", "none"):
-        channels = kb.graph_channels()
-        if channel_name not in channels:
-            known = ", ".join(sorted(channels)) or "none installed"
+        installed = kb.graph_channels()
+        if channel_name not in installed:
+            known = ", ".join(sorted(installed)) or "none installed"
             raise QueryError(f"unknown graph channel {channel_name!r} (available: {known})")
-        graph = channels[channel_name]
+        graph = installed[channel_name]
     else:
         channel_name = "off"
+    fuse_lists = ("lexical", "dense") if channels is None else tuple(dict.fromkeys(channels))
+    if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
+        raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
+    roots_k = min(int(graph_roots or k), MAX_K)
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}
@@ -187,7 +200,7 @@ def hybrid_search(
         t1 = time.perf_counter()
         terms = query_terms(query)
         texts: dict[int, tuple[str, str, str]] = {}
-        if terms:
+        if terms and "lexical" in fuse_lists:
             match = _fts_terms(terms, kb)
             rows = (
                 conn.execute(
@@ -236,7 +249,7 @@ def hybrid_search(
         # 2. Dense.
         t2 = time.perf_counter()
         if len(dense.ids):
-            cosines = dense.matrix @ qv
+            cosines = dense.matrix @ qv  # kept even when dense does not fuse: channels need it
             n = min(n_cand, len(cosines))
             top = np.argpartition(-cosines, n - 1)[:n]
             top = top[np.argsort(-cosines[top], kind="stable")]
@@ -247,6 +260,9 @@ def hybrid_search(
             )
         else:
             cosines = np.zeros(0, dtype=np.float32)
+        if "dense" not in fuse_lists:
+            lists.ranked.pop("dense", None)
+            lists.weight.pop("dense", None)
         timings["dense"] = (time.perf_counter() - t2) * 1000
 
         # 3. Fusion, then the optional graph channel seeded from the fused top.
@@ -260,11 +276,17 @@ def hybrid_search(
             t3 = time.perf_counter()
             ctx = ChannelContext(
                 kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
-                roots=[cid for cid, _ in fused[:k]], config=dict(cfg),
+                roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
             )
-            graph_hits = graph.search(ctx) or []
-            lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits[:n_cand]]
-            lists.weight["graph"] = {int(cid): 1.0 for cid, _ in graph_hits[:n_cand]}
+            graph_hits = (graph.search(ctx) or [])[:n_cand]
+            lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits]
+            # Evidence weighting again: a chunk the channel scores far below its best
+            # (a weak hub spoke next to an authored link) counts for less.
+            top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
+            lists.weight["graph"] = {
+                int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
+                for cid, sc in graph_hits
+            }
             fused = _fuse(lists, channel_weights, rrf_k)
             timings["graph"] = (time.perf_counter() - t3) * 1000
 

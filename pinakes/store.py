@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from .errors import PinakesError, StoreBusy
+from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "3"
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -66,6 +67,24 @@ CREATE TABLE IF NOT EXISTS problems (
     path TEXT NOT NULL,
     message TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
+    id INTEGER PRIMARY KEY,
+    src_doc INTEGER NOT NULL,           -- documents.doc of the linking document
+    origin TEXT NOT NULL,               -- 'sidecar' | 'reverse-scan'
+    raw TEXT NOT NULL,                  -- the target as written
+    kind TEXT NOT NULL,                 -- 'path' | 'id' | 'wiki' | 'kb'
+    key TEXT NOT NULL,                  -- normalised target (KB path, ULID, wiki text, name/path)
+    rel TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    provenance TEXT NOT NULL DEFAULT '', -- a sidecar link's `origin:` (e.g. deep)
+    line INTEGER NOT NULL,              -- in the document (reverse-scan) or its sidecar
+    dst_ulid TEXT,                      -- the resolved target; NULL while unresolved
+    dst_kb TEXT NOT NULL DEFAULT '',    -- '' = this KB (other fleet KBs are looked up when read)
+    reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...
+);
+CREATE INDEX IF NOT EXISTS links_src ON links(src_doc);
+CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
+CREATE INDEX IF NOT EXISTS links_key ON links(key COLLATE NOCASE);
 """
 
 CACHE_SCHEMA = """
@@ -154,10 +173,16 @@ class Store:
     # --- opening ---------------------------------------------------------
 
     @staticmethod
-    def signature_for(tokenizer: str, embedder_id: str, plugin_schemas: Iterable[tuple[str, str, str]]) -> str:
-        """The string whose change means "rebuild the store"."""
+    def signature_for(tokenizer: str, embedder_id: str, plugin_schemas: Iterable[tuple[str, str, str]],
+                      derivers: Iterable[str] = ()) -> str:
+        """The string whose change means "rebuild the store".
+
+        Installed edge derivers are part of it: installing or removing one
+        rebuilds the (free, derived) graph instead of leaving it half-derived.
+        """
         parts = [f"schema={SCHEMA_VERSION}", f"tokenizer={tokenizer}", f"embedder={embedder_id}"]
         parts += [f"{name}={version}" for name, version, _ in plugin_schemas]
+        parts += [f"deriver={d}" for d in sorted(derivers)]
         return ";".join(parts)
 
     @classmethod
@@ -182,6 +207,7 @@ class Store:
                 rebuilt = True
         conn = _connect(path)
         conn.executescript(CORE_SCHEMA)
+        conn.executescript(GRAPH_SCHEMA)
         conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
             f"title, heading, body, tokenize='{_TOKENIZE[tokenizer]}')"

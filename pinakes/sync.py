@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .fsutil import WalkProblem, atomic_write, walk_kb
+from .graph import run_derivers
+from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
@@ -53,6 +55,7 @@ class SyncReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     generation: int = 0
+    edges_written: int = 0
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -91,6 +94,7 @@ class SyncReport:
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
             "generation": self.generation,
+            "edges_written": self.edges_written,
         }
 
 
@@ -245,18 +249,36 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
                 "UPDATE documents SET size = ?, mtime_ns = ?, sidecar_stat = ? WHERE doc = ?",
                 (size, mtime, sc_stat, doc_key),
             )
+        changed_keys: list[int] = []
+        previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
         for doc in prepared:
             old = existing.get(doc.rel) or renames.get(doc.rel)
             # A changed or renamed document keeps its internal key, so graph nodes
             # and edges that other documents hold towards it stay valid.
-            _insert_doc(conn, doc, tokenizer, replace=None if old is None else old["doc"])
+            changed_keys.append(
+                _insert_doc(conn, doc, tokenizer, replace=None if old is None else old["doc"])
+            )
+            if old is not None:
+                previous[changed_keys[-1]] = (old["ulid"], old["path"])
+        # Links: store the changed documents' links, re-resolve only what may now differ.
+        relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
+                                 previous, [(row["doc"], row["ulid"]) for row in removed])
+        changed_keys += sorted(relinked.difference(changed_keys))
+        # Graph edges: every installed deriver re-derives the changed documents.
+        # (Documents whose links resolve differently now are re-derived too.)
+        report.edges_written = run_derivers(
+            conn, kb.edge_derivers(), changed_keys, [row["doc"] for row in removed]
+        )
         conn.execute("DELETE FROM problems")
         conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", problems)
         dupes = conn.execute(
             "SELECT ulid, group_concat(path, ', ') FROM documents GROUP BY ulid HAVING count(*) > 1"
         ).fetchall()
-        generation = store.generation + 1
-        store.set_meta("generation", str(generation))
+        generation = store.generation
+        if prepared or removed or report.rebuilt:
+            # Readers (a running MCP server) reload vectors only when this moves.
+            generation += 1
+            store.set_meta("generation", str(generation))
         store.set_meta("last_sync", str(time.time()))
         store.set_meta("embedder", embedder.id)
         store.set_meta("dim", str(embedder.dim))

