@@ -249,7 +249,12 @@ def hybrid_search(
         # 2. Dense.
         t2 = time.perf_counter()
         if len(dense.ids):
-            cosines = dense.matrix @ qv  # kept even when dense does not fuse: channels need it
+            # Kept even when dense does not fuse: channels need it. einsum, not `@`:
+            # a matrix-vector `@` goes to multi-threaded BLAS gemv, whose threads stall
+            # whenever another process holds a core (p50 16-20 ms even at 5k chunks on
+            # a busy 2-core box); einsum's single-threaded SIMD loop takes 0.3 ms at 5k
+            # and is memory-bound at 50k (see docs/performance.md).
+            cosines = np.einsum("ij,j->i", dense.matrix, qv)
             n = min(n_cand, len(cosines))
             top = np.argpartition(-cosines, n - 1)[:n]
             top = top[np.argsort(-cosines[top], kind="stable")]
@@ -289,6 +294,8 @@ def hybrid_search(
             }
             fused = _fuse(lists, channel_weights, rrf_k)
             timings["graph"] = (time.perf_counter() - t3) * 1000
+        if float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"]):
+            fused = _apply_priors(kb, conn, generation, fused[:n_cand], cfg, rrf_k)
 
         top_hits = fused[:k]
         missing = [cid for cid, _ in top_hits if cid not in texts]
@@ -332,6 +339,77 @@ def _dense_weights(ids: np.ndarray, cos: np.ndarray, floor: float, temperature: 
     if floor > 0:
         w *= np.clip(cos / floor, 0.0, 1.0)
     return {int(i): float(x) for i, x in zip(ids, w, strict=True)}
+
+
+def _link_stats(kb: KB, conn: Any, generation: int) -> tuple[dict[int, float], dict[int, set[int]]]:
+    """Per-document in-degree salience and the undirected authored-link adjacency.
+
+    Both are cached per store generation: they change only when a sync does.
+    """
+    cache = kb._idf_cache.setdefault("_links", {})
+    if cache.get("generation") == generation:
+        return cache["salience"], cache["adjacent"]
+    adjacent: dict[int, set[int]] = {}
+    indegree: dict[int, set[int]] = {}
+    try:
+        rows = conn.execute(
+            "SELECT l.src_doc, d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
+            "WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND d.doc != l.src_doc"
+        ).fetchall()
+    except Exception:  # a store without a links table: no priors
+        rows = []
+    for src, dst in rows:
+        adjacent.setdefault(src, set()).add(dst)
+        adjacent.setdefault(dst, set()).add(src)
+        indegree.setdefault(dst, set()).add(src)
+    top = max((len(v) for v in indegree.values()), default=0)
+    salience = {d: math.log1p(len(v)) / math.log1p(top) for d, v in indegree.items()} if top else {}
+    cache.update(generation=generation, salience=salience, adjacent=adjacent)
+    return salience, adjacent
+
+
+def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, float]],
+                  cfg: dict[str, Any], rrf_k: float) -> list[tuple[int, float]]:
+    """The two cheap priors of research §4A, off by default, for the eval matrix.
+
+    * in-degree salience: a document many others link to is a little more likely
+      to be what is asked for; its chunks inherit the prior;
+    * link-distance rerank: documents close (over authored links) to the top
+      hit's document are lifted, 1/(1 + distance), up to two hops.
+
+    Each is scaled so that a weight of 1.0 equals one list's rank-1 RRF term.
+    """
+    if not fused:
+        return fused
+    salience, adjacent = _link_stats(kb, conn, generation)
+    marks = ",".join("?" * len(fused))
+    doc_of = {int(r[0]): int(r[1]) for r in conn.execute(
+        f"SELECT id, doc FROM chunks WHERE id IN ({marks})", [cid for cid, _ in fused])}
+    unit = 1.0 / (rrf_k + 1.0)
+    w_sal = float(cfg["salience_prior"])
+    w_dist = float(cfg["link_distance_rerank"])
+    distance: dict[int, int] = {}
+    if w_dist:
+        start = doc_of.get(fused[0][0])
+        if start is not None:
+            distance[start] = 0
+            frontier = [start]
+            for d in (1, 2):
+                nxt = []
+                for doc in frontier:
+                    for other in sorted(adjacent.get(doc, ())):
+                        if other not in distance:
+                            distance[other] = d
+                            nxt.append(other)
+                frontier = nxt
+    out = []
+    for cid, score in fused:
+        doc = doc_of.get(cid)
+        score += w_sal * unit * salience.get(doc, 0.0)
+        if doc in distance:
+            score += w_dist * unit / (1 + distance[doc])
+        out.append((cid, score))
+    return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
 
 def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:

@@ -53,3 +53,28 @@ def make_kb(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> Callab
         return kb
 
     return build
+
+
+EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "retrieval-kb"
+
+
+@pytest.fixture(scope="session")
+def example_kb_copy(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """A synced copy of the bundled example KB, made once per session (read-only use)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("example") / "retrieval-kb"
+    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".pinakes"))
+    kb = KB.open(root)
+    kb._embedder = embedder
+    kb.sync()
+    kb.close()
+    return root
+
+
+@pytest.fixture
+def example_kb(example_kb_copy: Path, embedder) -> KB:
+    """The session's synced example KB, opened fresh for this test."""
+    kb = KB.open(example_kb_copy)
+    kb._embedder = embedder
+    return kb

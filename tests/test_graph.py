@@ -286,3 +286,61 @@ def test_a_kb_without_graph_plugins_behaves_as_before(make_kb, monkeypatch) -> N
 
     with pytest.raises(QueryError, match="unknown graph channel 'expand'"):
         kb.search("beekeeping", channel="expand")
+
+
+def test_salience_and_link_distance_priors(make_kb) -> None:
+    kb = make_kb({
+        "hub.md": "# Gearbox Widget Manual\n\nThe gearbox widget manual: gearbox widget care.\n",
+        "a.md": "# A\n\nSee the [hub](hub.md) for gearbox details.\n",
+        "b.md": "# B\n\nAlso [the hub](hub.md).\n",
+        "far.md": "# Far\n\nA gearbox widget without links.\n",
+    })
+    kb.sync()
+    rrf_k = float(kb.config.retrieval["rrf_k"])
+
+    def scores() -> dict[str, float]:
+        return {h.path: h.score for h in kb.search("gearbox widget", k=10).hits}
+
+    base = scores()
+    kb.config.retrieval["salience_prior"] = 2.0
+    with_salience = scores()
+    assert with_salience["hub.md"] == pytest.approx(base["hub.md"] + 2.0 / (rrf_k + 1), abs=1e-5)
+    assert with_salience["far.md"] == pytest.approx(base["far.md"], abs=1e-6)
+    kb.config.retrieval["salience_prior"] = 0.0
+    kb.config.retrieval["link_distance_rerank"] = 1.0
+    with_distance = scores()
+    top = max(base, key=base.get)
+    assert top == "hub.md"
+    assert with_distance["hub.md"] == pytest.approx(base["hub.md"] + 1 / (rrf_k + 1), abs=1e-5)
+    assert with_distance["a.md"] == pytest.approx(base["a.md"] + 0.5 / (rrf_k + 1), abs=1e-5)
+    assert with_distance["far.md"] == pytest.approx(base["far.md"], abs=1e-6)
+
+
+# Questions written for the expand channel: each one's second document is connected to the
+# top hits only by an authored link, and plain hybrid search does not reach it in the top 5.
+EXPAND_QUESTIONS = [
+    ("Which university built the ranking function used by IRCoT's retriever?",
+     "rag/iterative-retrieval.md", "foundations/bm25.md"),
+    ("Which encoder architecture does ColBERT build on, and when was it published?",
+     "dense/colbert.md", "dense/bert.md"),
+    ("What model does MiniLM distil from?", "dense/minilm.md", "dense/sentence-bert.md"),
+]
+
+
+@pytest.mark.parametrize(("question", "first", "second"), EXPAND_QUESTIONS)
+def test_expand_reaches_linked_documents_on_the_example_kb(example_kb, question, first, second) -> None:
+    def docs(channel: str) -> list[str]:
+        out: list[str] = []
+        for h in example_kb.search(question, k=5, channel=channel).hits:
+            if h.path not in out:
+                out.append(h.path)
+        return out
+
+    off, ex = docs("off"), docs("expand")
+    assert first in off and second not in off
+    assert second in ex
+    linked = example_kb.reader().conn.execute(
+        "SELECT count(*) FROM links l JOIN documents s ON s.doc = l.src_doc "
+        "JOIN documents t ON t.ulid = l.dst_ulid WHERE (s.path = ? AND t.path = ?) "
+        "OR (s.path = ? AND t.path = ?)", (first, second, second, first)).fetchone()[0]
+    assert linked, f"{first} and {second} should be joined by an authored link"
