@@ -37,3 +37,27 @@ class UnknownEmbedder(PinakesError):
 
 class QueryError(PinakesError):
     """A search request is invalid (e.g. an empty query)."""
+
+
+class SectionNotFound(DocumentNotFound):
+    """A heading path named no section of the document (or more than one)."""
+
+
+class GoldenSetError(PinakesError):
+    """A golden set is malformed, or one of its documents resolves to nothing (or to many)."""
+
+
+class DatasetError(PinakesError):
+    """An evaluation dataset (``corpus.jsonl`` + ``queries.jsonl``) is missing or malformed."""
+
+
+class CalibrationError(PinakesError):
+    """A confidence calibration cannot be fitted, read or written."""
+
+
+class EvalError(PinakesError):
+    """An evaluation request is invalid (e.g. an unknown setting in ``--matrix``)."""
+
+
+class LinkError(PinakesError):
+    """A link edit is invalid (bad relation, self-link, a sidecar that cannot be edited)."""

@@ -140,3 +140,21 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         confidence=confidence, abstained=abstained, channel=results[0].channel,
         timings_ms={"total": (time.perf_counter() - started) * 1000},
     )
+
+
+def describe() -> list[dict[str, object]]:
+    """The registry for ``pnk fleet list``: name, folder, and document count if indexed."""
+    out: list[dict[str, object]] = []
+    for name, folder in sorted(load_fleet().items()):
+        entry: dict[str, object] = {"name": name, "path": str(folder),
+                                    "exists": (folder / CONFIG_NAME).is_file(), "documents": None}
+        if entry["exists"]:
+            try:
+                kb = KB.open(folder)
+                with kb.reader().snapshot() as conn:
+                    entry["documents"] = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+                kb.close()
+            except Exception:  # noqa: S110 - not indexed, or built for another schema
+                pass
+        out.append(entry)
+    return out

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +24,9 @@ from .fsutil import atomic_write
 from .search import DenseIndex, SearchResult, hybrid_search
 from .sidecar import is_ulid
 from .store import Store
-from .sync import ProgressFn, SyncReport, sync_kb
+
+if TYPE_CHECKING:
+    from .sync import ProgressFn, SyncReport
 
 GITIGNORE_LINE = ".pinakes/"
 
@@ -106,12 +108,48 @@ class KB:
         derivers = [f"{name}:{getattr(d, 'version', '1')}" for name, d in self.edge_derivers().items()]
         return Store.signature_for(
             str(self.config.retrieval["tokenizer"]), self.config.embedder_id,
-            plugins.get_store_schemas(), derivers,
+            plugins.get_store_schemas(), derivers, self._link_settings(),
         )
 
+    def _link_settings(self) -> list[str]:
+        """``[kb]`` settings that change how sync reads links, when not at their default.
+
+        Part of the store's signature, so editing one rebuilds the index (free,
+        embeddings are cached) instead of keeping links resolved the old way.
+        """
+        out = []
+        bundle = str(self.config.kb.get("bundle_root") or "").strip("/")
+        if bundle:
+            out.append(f"bundle_root={bundle}")
+        no_hub = list(self.config.kb.get("no_link_hub") or [])
+        if no_hub:
+            out.append("no_link_hub=" + json.dumps(sorted(map(str, no_hub))))
+        return out
+
     def edge_derivers(self) -> dict[str, Any]:
-        """Installed edge derivers by name (run by sync)."""
-        return plugins.get_edge_derivers()
+        """Edge derivers enabled for this KB, by name (run by sync; part of the signature).
+
+        ``[graph] NAME = true|false`` switches an installed deriver on or off. A
+        deriver whose ``default_enabled`` is False (an eval-gated one, such as
+        ``mentions``) runs only when switched on, so installing it changes nothing
+        until a KB asks for it. A deriver with ``for_kb(kb)`` returns its instance
+        for this KB (its settings); one that ``supersedes`` others replaces them.
+        """
+        from .errors import ConfigError
+
+        switches = self.config.section("graph")
+        out: dict[str, Any] = {}
+        for name, deriver in plugins.get_edge_derivers().items():
+            on = switches.get(name, getattr(deriver, "default_enabled", True))
+            if not isinstance(on, bool):
+                raise ConfigError(f"[graph] {name} should be true or false, got {on!r}")
+            if on:
+                for_kb = getattr(deriver, "for_kb", None)
+                out[name] = for_kb(self) if for_kb is not None else deriver
+        for deriver in list(out.values()):
+            for other in getattr(deriver, "supersedes", ()):
+                out.pop(other, None)
+        return out
 
     def open_store_for_write(self, rebuild: bool = False) -> tuple[Store, bool]:
         """Open the store for a sync, rebuilding it when its signature changed."""
@@ -171,6 +209,10 @@ class KB:
     def sync(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
              lock_wait: float = 30.0) -> SyncReport:
         """Index what changed (free: no LLM ever runs here)."""
+        # Imported here: the Markdown parser behind sync is not needed to search,
+        # and `pnk search` starts faster without it (docs/performance.md).
+        from .sync import sync_kb
+
         return sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
 
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
@@ -307,6 +349,22 @@ class KB:
             )
         ]
         meta = json.loads(row["meta"])
+        outgoing = [
+            f"{r['rel']} -> {r['path'] or r['raw']}"
+            + ("" if r["path"] else f"  (unresolved: {r['reason'] or 'elsewhere in the fleet'})")
+            + f"  [{r['origin']}, line {r['line']}]"
+            for r in conn.execute(
+                "SELECT l.rel, l.raw, l.origin, l.line, l.reason, d.path FROM links l "
+                "LEFT JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
+                "WHERE l.src_doc = ? ORDER BY l.origin, l.line", (row["doc"],))
+        ]
+        incoming = [
+            f"{r['rel']} <- {r['path']}  [{r['origin']}]"
+            for r in conn.execute(
+                "SELECT l.rel, l.origin, d.path FROM links l JOIN documents d ON d.doc = l.src_doc "
+                "WHERE l.dst_ulid = ? AND l.dst_kb = '' AND l.src_doc != ? ORDER BY d.path",
+                (row["ulid"], row["doc"]))
+        ]
         return {
             "doc_id": row["ulid"],
             "uri": f"pnk://{row['ulid']}",
@@ -317,6 +375,8 @@ class KB:
             "tags": json.loads(row["tags"]),
             "front_matter": meta.get("front_matter", {}),
             "links": meta.get("sidecar", {}).get("links", []),
+            "outgoing": outgoing,
+            "incoming": incoming,
             "provisional_id": bool(row["provisional"]),
             "problems": json.loads(row["problems"]),
             "sections": sections,

@@ -174,15 +174,19 @@ class Store:
 
     @staticmethod
     def signature_for(tokenizer: str, embedder_id: str, plugin_schemas: Iterable[tuple[str, str, str]],
-                      derivers: Iterable[str] = ()) -> str:
+                      derivers: Iterable[str] = (), settings: Iterable[str] = ()) -> str:
         """The string whose change means "rebuild the store".
 
         Installed edge derivers are part of it: installing or removing one
         rebuilds the (free, derived) graph instead of leaving it half-derived.
+        ``settings`` are config values that change what sync extracts (how
+        links are read): changing one rebuilds rather than leaving rows made
+        under the old value.
         """
         parts = [f"schema={SCHEMA_VERSION}", f"tokenizer={tokenizer}", f"embedder={embedder_id}"]
         parts += [f"{name}={version}" for name, version, _ in plugin_schemas]
         parts += [f"deriver={d}" for d in sorted(derivers)]
+        parts += [f"setting={s}" for s in settings]
         return ";".join(parts)
 
     @classmethod
@@ -196,6 +200,12 @@ class Store:
     ) -> tuple[Store, bool]:
         """Open (creating or rebuilding as needed) for a sync; returns (store, rebuilt)."""
         state_dir.mkdir(parents=True, exist_ok=True)
+        ignore = state_dir / ".gitignore"
+        if not ignore.exists():
+            # The store ignores itself: a KB whose own .gitignore Pinakes must not
+            # edit (an adopted ClaudeKB, where that file is blueprint-owned) still
+            # never commits its derived index.
+            ignore.write_text("*\n", encoding="utf-8")
         path = state_dir / "index.db"
         rebuilt = False
         if path.exists():
@@ -318,7 +328,36 @@ class Store:
     # --- reading ----------------------------------------------------------------
 
     def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """All chunk vectors as one float32 matrix, with the chunk ids of its rows."""
+        """All chunk vectors as one float32 matrix, with the chunk ids of its rows.
+
+        Each blob is copied into a preallocated matrix as the cursor yields it, so
+        peak memory is the matrix itself rather than every blob (``fetchall``)
+        plus their concatenation: 105 MB instead of 192 MB of peak RSS at 50k
+        384-d chunks, in the same time (docs/performance.md).
+        """
+        n = self.conn.execute("SELECT count(*) FROM chunks WHERE vec IS NOT NULL").fetchone()[0]
+        width = dim * 4
+        ids = np.empty(n, dtype=np.int64)
+        matrix = np.empty((n, dim), dtype="<f4")
+        buf = memoryview(matrix).cast("B")
+        i = 0
+        for cid, blob in self.conn.execute(
+            "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
+        ):
+            if len(blob) != width:
+                raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
+            if i == n:
+                break  # more rows than counted: a sync committed in between (no snapshot)
+            ids[i] = cid
+            buf[i * width : (i + 1) * width] = blob
+            i += 1
+        else:
+            if i == n:
+                return ids, matrix
+        return self._load_vectors_at_once(dim)
+
+    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """``load_vectors`` in one statement (2.5x the memory): used only after a race."""
         rows = self.conn.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ).fetchall()

@@ -122,9 +122,9 @@ class PreparedDoc:
 ProgressFn = Callable[[str, int, int], None]
 
 
-def _stat_key(path: Path) -> str:
+def _stat_key(path: Path | str) -> str:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return ""
     return f"{st.st_size}:{st.st_mtime_ns}"
@@ -152,6 +152,7 @@ def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None
 def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
     cfg = kb.config
     root = cfg.root
+    root_str = str(root)
     max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
     mode = str(cfg.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
@@ -174,13 +175,13 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         if progress:
             progress("scan", i + 1, len(files))
         sc_rel = sidecar_rel_path(rel, mode)
-        sc_path = root / sc_rel
+        sc_file = os.path.join(root_str, sc_rel)  # a str: cheaper than a Path per file
         try:
             st = path.stat()
         except OSError as exc:
             problems.append((rel, f"cannot read: {exc.strerror}"))
             continue
-        sc_stat = _stat_key(sc_path)
+        sc_stat = _stat_key(sc_file)
         old = existing.get(rel)
         if (
             old is not None
@@ -222,6 +223,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             report.unchanged += 1
             continue
         seen.add(rel)
+        sc_path = root / sc_rel
         doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report)
         doc.sidecar_stat = _stat_key(sc_path)
         prepared.append(doc)
@@ -262,7 +264,9 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
                 previous[changed_keys[-1]] = (old["ulid"], old["path"])
         # Links: store the changed documents' links, re-resolve only what may now differ.
         relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
-                                 previous, [(row["doc"], row["ulid"]) for row in removed])
+                                 previous, [(row["doc"], row["ulid"]) for row in removed],
+                                 bundle_root=str(cfg.kb["bundle_root"]),
+                                 no_link_hub=list(cfg.kb["no_link_hub"]))
         changed_keys += sorted(relinked.difference(changed_keys))
         # Graph edges: every installed deriver re-derives the changed documents.
         # (Documents whose links resolve differently now are re-derived too.)

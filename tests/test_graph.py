@@ -344,3 +344,21 @@ def test_expand_reaches_linked_documents_on_the_example_kb(example_kb, question,
         "JOIN documents t ON t.ulid = l.dst_ulid WHERE (s.path = ? AND t.path = ?) "
         "OR (s.path = ? AND t.path = ?)", (first, second, second, first)).fetchone()[0]
     assert linked, f"{first} and {second} should be joined by an authored link"
+
+
+def test_doctor_reports_hubs_and_flags_glue_tags(make_kb) -> None:
+    files = {f"n{i}.md": f"---\ntags: [misc{', rare' if i == 0 else ''}]\n---\n# N{i}\n\nnote {i}\n"
+             for i in range(6)}
+    kb = make_kb(files)
+    kb.sync()
+    report = kb.doctor()
+    hubs = {(h["kind"], h["key"]): h["degree"] for h in report["hubs"]}
+    assert hubs[("tag", "misc")] == 6 and hubs[("tag", "rare")] == 1
+    assert [h["key"] for h in report["glue_tags"]] == ["misc"]
+    from click.testing import CliRunner
+
+    from pinakes.cli import cli
+
+    out = CliRunner().invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert "graph hubs" in out.output and "glue" in out.output and "misc: 6 documents" in out.output
+    assert out.exit_code == 0  # warnings only

@@ -29,6 +29,11 @@ class PinakesGroup(click.Group):
             raise click.ClickException(str(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`pnk search ... | head`): stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
@@ -53,7 +58,14 @@ def cli() -> None:
     """
 
 
-from . import core  # noqa: E402,F401  (registers the core commands)
+from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    core,  # noqa: F401  (init, sync, status, search, show, plugins)
+    doctor,  # noqa: F401  (pnk doctor)
+    eval,  # noqa: F401  (pnk eval)
+    fleet,  # noqa: F401  (pnk fleet)
+    links,  # noqa: F401  (pnk links, link, unlink)
+    serve,  # noqa: F401  (pnk serve)
+)
 
 _commands_loaded = False
 

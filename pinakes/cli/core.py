@@ -239,7 +239,7 @@ def show(doc: str, kb_path: str | None, json_: bool) -> None:
         heading = " > ".join(s["heading_path"]) or "(preamble)"
         click.echo(f"    {s['ordinal']:>3}  {heading}  (lines {s['lines'][0]}-{s['lines'][1]})")
     links = info.get("links") or []
-    if links:
+    if links and not info.get("outgoing"):
         click.echo("  links")
         for link in links:
             click.echo(f"    {link.get('rel', 'links-to')} -> {link.get('to')}")

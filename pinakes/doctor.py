@@ -1,0 +1,238 @@
+"""``pnk doctor``: what is wrong with a knowledge base, and what could be better.
+
+Errors (non-zero exit): the store is missing or was built for another schema,
+two documents claim one id. Warnings (listed, exit 0): dangling links with
+``file:line``, orphan sidecars, front matter that disagrees with its sidecar
+(for a sidecar written by ``pnk adopt``: front matter that changed since),
+sidecar link entries without a target, problems of the last sync. Nudges:
+link coverage (the share of documents with at least one authored link, in or
+out) and the documents with no link at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from .fsutil import WalkProblem, walk_kb
+from .graph import top_hubs
+from .links import DOC_SUFFIXES, SIDECAR, FleetLookup, fleet_refine
+from .sidecar import ADOPTED, SIDECAR_OWN_KEYS, SUFFIX
+from .store import SCHEMA_VERSION, NotSynced
+
+if TYPE_CHECKING:
+    from .kb import KB
+
+MAX_LISTED = 200  # per finding list; the counts stay exact
+GLUE_SHARE = 0.5  # a tag on at least half the documents ...
+GLUE_MIN_DOCS = 5  # ... of at least this many is reported as meaningless glue
+
+
+def diagnose(kb: KB) -> dict[str, Any]:
+    """Every check, as one JSON-able report (``ok`` is False when there are errors)."""
+    report: dict[str, Any] = {
+        "kb": kb.name,
+        "root": str(kb.root),
+        "ok": True,
+        "errors": 0,
+        "warnings": 0,
+        "store": {},
+        "coverage": {},
+        "zero_links": [],
+        "dangling": [],
+        "duplicate_ids": [],
+        "orphan_sidecars": [],
+        "disagreements": [],
+        "adoption_drift": [],
+        "bad_link_entries": [],
+        "problems": [],
+        "counts": {},
+    }
+    db = kb.config.state_dir / "index.db"
+    if not db.exists():
+        report["store"] = {"indexed": False, "message": "not indexed yet: run `pnk sync`"}
+        return _finish(report, errors=1)
+    try:
+        store = kb.reader()
+    except NotSynced as exc:
+        report["store"] = {"indexed": True, "current": False, "message": str(exc)}
+        return _finish(report, errors=1)
+    last = store.get_meta("last_sync")
+    report["store"] = {
+        "indexed": True,
+        "current": True,
+        "schema_version": SCHEMA_VERSION,
+        "signature": store.get_meta("signature"),
+        "generation": store.generation,
+        "last_sync": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None,
+    }
+    with store.snapshot() as conn:
+        docs = [dict(r) for r in conn.execute(
+            "SELECT doc, ulid, path, title, sidecar_path, meta FROM documents ORDER BY path")]
+        report["store"]["documents"] = len(docs)
+        _coverage(kb, conn, docs, report)
+        _duplicates(conn, report)
+        sidecar_paths = {d["sidecar_path"] for d in docs}
+        for d in docs:
+            _disagreements(d, report)
+        report["problems"] = [f"{p}: {m}" for p, m in store.document_problems()]
+    report["orphan_sidecars"] = _orphans(kb, sidecar_paths)
+    # Graph hubs: the highest-degree shared-value nodes; a tag on most documents is
+    # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).
+    with store.snapshot() as conn:
+        report["hubs"] = top_hubs(conn, limit=10)
+    report["glue_tags"] = [
+        h for h in report["hubs"]
+        if h["kind"] == "tag" and h["share"] >= GLUE_SHARE and h["degree"] >= GLUE_MIN_DOCS
+    ]
+    warnings = sum(len(report[k]) for k in ("dangling", "orphan_sidecars", "disagreements",
+                                            "adoption_drift", "glue_tags",
+                                            "bad_link_entries", "problems"))
+    return _finish(report, errors=len(report["duplicate_ids"]), warnings=warnings)
+
+
+def _finish(report: dict[str, Any], errors: int = 0, warnings: int = 0) -> dict[str, Any]:
+    report["errors"] = errors
+    report["warnings"] = warnings
+    report["ok"] = errors == 0
+    for key in ("zero_links", "dangling", "orphan_sidecars", "disagreements", "adoption_drift",
+                "bad_link_entries",
+                "problems"):
+        report["counts"][key] = len(report[key])
+        if len(report[key]) > MAX_LISTED:
+            report[key] = report[key][:MAX_LISTED]
+    return report
+
+
+def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, Any]) -> None:
+    by_ulid: dict[str, list[int]] = {}
+    for d in docs:
+        by_ulid.setdefault(d["ulid"], []).append(d["doc"])
+    path_of = {d["doc"]: d["path"] for d in docs}
+    sidecar_of = {d["doc"]: d["sidecar_path"] for d in docs}
+    authored: set[int] = set()
+    linked: set[int] = set()
+    for src, dst, origin in conn.execute(
+        "SELECT src_doc, dst_ulid, origin FROM links WHERE dst_ulid IS NOT NULL"
+    ):
+        ends = {src, *by_ulid.get(dst, [])}
+        linked |= ends
+        if origin == SIDECAR:
+            authored |= ends
+    rows = [dict(r) for r in conn.execute(
+        "SELECT src_doc, raw, kind, key, rel, reason, origin, line FROM links"
+        " WHERE dst_ulid IS NULL ORDER BY src_doc, origin, line, id")]
+    for r in fleet_refine(kb, rows, FleetLookup(kb)):
+        if r.get("reason"):
+            report["dangling"].append({
+                "file": path_of[r["src_doc"]] if r["origin"] != SIDECAR else sidecar_of[r["src_doc"]],
+                "line": r["line"], "target": r["raw"], "reason": r["reason"], "origin": r["origin"],
+                "rel": r["rel"],
+            })
+        else:  # found in another KB of the fleet: it counts as a link
+            linked.add(r["src_doc"])
+            if r["origin"] == SIDECAR:
+                authored.add(r["src_doc"])
+    report["dangling"].sort(key=lambda x: (x["file"], x["line"], x["target"]))
+    n = len(docs)
+    report["coverage"] = {
+        "documents": n,
+        "with_authored_links": len(authored),
+        "share": round(len(authored) / n, 4) if n else 0.0,
+        "with_any_links": len(linked),
+    }
+    report["zero_links"] = [d["path"] for d in docs if d["doc"] not in linked]
+
+
+def _duplicates(conn: Any, report: dict[str, Any]) -> None:
+    for ulid, paths in conn.execute(
+        "SELECT ulid, json_group_array(path) FROM (SELECT ulid, path FROM documents ORDER BY path)"
+        " GROUP BY ulid HAVING count(*) > 1 ORDER BY ulid"
+    ):
+        report["duplicate_ids"].append({"id": ulid, "paths": json.loads(paths)})
+
+
+def _disagreements(doc: dict[str, Any], report: dict[str, Any]) -> None:
+    meta = json.loads(doc["meta"] or "{}")
+    fm = meta.get("front_matter") if isinstance(meta.get("front_matter"), dict) else {}
+    sc = meta.get("sidecar") if isinstance(meta.get("sidecar"), dict) else {}
+    if _adoption_drift(doc, fm, sc, report):
+        fm = {}  # an adopted sidecar's title and tags are checked as drift, not twice
+    fm_title, sc_title = fm.get("title"), sc.get("title")
+    if isinstance(fm_title, str) and isinstance(sc_title, str) and fm_title.strip() and \
+            sc_title.strip() and fm_title.strip() != sc_title.strip():
+        report["disagreements"].append({"file": doc["sidecar_path"], "document": doc["path"],
+                                        "field": "title", "front_matter": fm_title.strip(),
+                                        "sidecar": sc_title.strip()})
+    fm_tags, sc_tags = _tags(fm.get("tags")), _tags(sc.get("tags"))
+    if fm_tags and sc_tags and set(fm_tags) != set(sc_tags):
+        report["disagreements"].append({"file": doc["sidecar_path"], "document": doc["path"],
+                                        "field": "tags", "front_matter": fm_tags, "sidecar": sc_tags})
+    links = sc.get("links")
+    if isinstance(links, list):
+        for i, item in enumerate(links, 1):
+            if not isinstance(item, dict) or not isinstance(item.get("to"), str) or not item["to"].strip():
+                report["bad_link_entries"].append({
+                    "file": doc["sidecar_path"], "entry": i,
+                    "message": "a link entry needs `to:` (a path, pnk://ULID or kb://name/path)",
+                })
+
+
+def _adoption_drift(doc: dict[str, Any], fm: dict[str, Any], sc: dict[str, Any],
+                    report: dict[str, Any]) -> bool:
+    """Front matter that changed since ``pnk adopt`` copied it into the sidecar.
+
+    An adopted sidecar says which of its keys it took from the front matter
+    (``adopted: {from, fields}``); the front matter owns those, so any key
+    whose two values now differ, and any front-matter key added since, is
+    drift that the next ``pnk adopt`` would copy over. Returns whether the
+    sidecar was adopted at all.
+    """
+    adopted = sc.get(ADOPTED)
+    if not isinstance(adopted, dict) or not isinstance(adopted.get("fields"), list):
+        return False
+    fields = [str(f) for f in adopted["fields"]]
+    keys = list(dict.fromkeys(fields + [k for k in fm if k not in SIDECAR_OWN_KEYS]))
+    for key in keys:
+        if fm.get(key) != sc.get(key):
+            report["adoption_drift"].append({
+                "file": doc["sidecar_path"], "document": doc["path"], "field": key,
+                "front_matter": fm.get(key), "sidecar": sc.get(key),
+                "importer": str(adopted.get("from") or ""),
+            })
+    return True
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, list):
+        return [str(t) for t in value if isinstance(t, str | int | float)]
+    return []
+
+
+def _orphans(kb: KB, known: set[str]) -> list[str]:
+    """Sidecars whose document is gone (neither indexed nor on disk)."""
+    mode = str(kb.config.kb["sidecars"])
+    problems: list[WalkProblem] = []
+    if mode in ("", "beside"):
+        base, prefix = kb.root, ""
+        exclude = list(kb.config.kb["exclude"])
+    else:
+        prefix = mode.strip("/")
+        base = kb.root / prefix
+        if not base.is_dir():
+            return []
+        exclude = []
+    out: list[str] = []
+    for rel, _path in walk_kb(base, ["**/*" + SUFFIX], exclude, problems):
+        full_rel = f"{prefix}/{rel}" if prefix else rel
+        if full_rel in known:
+            continue
+        stem = rel[: -len(SUFFIX)]
+        if any(os.path.lexists(kb.root / (stem + s)) for s in DOC_SUFFIXES):
+            continue  # its document exists but was not indexed (excluded, skipped): not an orphan
+        out.append(full_rel)
+    return sorted(out)

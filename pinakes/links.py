@@ -1,0 +1,1087 @@
+"""Links: authored (sidecar) and scanned (body) links, their resolution, and the traversal core.
+
+Three parts, used by sync, ``pnk link``, ``pnk links``, ``pnk doctor`` and the
+MCP tool ``pinakes_links``:
+
+1. *Extraction* (:func:`rows_for`): a changed document's sidecar ``links:``
+   (origin ``sidecar``) and the links its body makes to other documents
+   (origin ``reverse-scan``: inline and reference links to ``.md`` files,
+   ``/root/absolute.md`` paths, ``pnk://ULID``, ``kb://name/path.md`` and
+   ``[[Title]]`` / ``[[path|label]]`` wikilinks). Web and mail links are not
+   document links and are ignored.
+2. *Resolution* (:func:`refresh_links`, inside sync's one transaction): each
+   link gets the ULID of its target or stays unresolved with a reason
+   (``missing-file``, ``unknown-id``, ``outside-kb``, ``unknown-kb``,
+   ``ambiguous-title``); nothing is dropped. Only what can have changed is
+   re-resolved, so a no-op sync costs nothing here. Targets in *other* KBs
+   of the fleet are looked up when links are read (:class:`FleetLookup`),
+   because those KBs change on their own schedule.
+3. *Traversal* (:func:`walk`): the contract of DESIGN §6 ``pinakes_links``.
+
+A target outside the KB is found by path arithmetic (``os.path.normpath`` of
+the KB-relative path) and by reading the in-KB symlinks on the way; the target
+itself is never opened or stat'ed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import DocumentNotFound, LinkError, QueryError
+from .fsutil import matches_any
+from .sidecar import is_ulid
+
+if TYPE_CHECKING:
+    from .kb import KB
+
+SIDECAR = "sidecar"
+SCAN = "reverse-scan"
+DEFAULT_REL = "links-to"
+WEIGHTS = {SIDECAR: 2.0, SCAN: 1.0}
+REASONS = ("missing-file", "unknown-id", "outside-kb", "unknown-kb", "ambiguous-title")
+DIRECTIONS = ("in", "out", "both")
+MAX_DEPTH = 3
+MAX_ROWS = 50  # per list (neighbours, frontier, unresolved) in one response
+MAX_BYTES = 16_000  # the whole response, as JSON
+DOC_SUFFIXES = (".md", ".markdown")
+# The ``provenance`` of a body link written in a ``[kb] no_link_hub`` page (a change
+# log): stored, resolved and reported like any link, but never an edge or a prior.
+NO_HUB = "no-link-hub"
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_BATCH = 500
+
+
+def nocase(text: str) -> str:
+    """SQLite's ``NOCASE`` folding (ASCII only), so Python and SQL agree on titles."""
+    return text.translate(_ASCII_LOWER)
+
+
+# -- 1. extraction ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """How a written target resolves: ``kind`` is path, id, wiki or kb; ``key`` the normalised target."""
+
+    kind: str
+    key: str
+
+
+def classify(raw: str, source_rel: str, own_kb: str, *, wiki: bool = False,
+             sidecar: bool = False, bundle_root: str = "") -> Target | None:
+    """Classify a link target as written in ``source_rel``; ``None`` when it is not a document link.
+
+    Paths become KB-relative POSIX paths by pure arithmetic; one that climbs
+    out of the KB keeps its leading ``../`` (resolved later as ``outside-kb``).
+    Root-absolute paths (``/a.md``) and this KB's own ``kb://`` paths start at
+    ``bundle_root`` (``[kb] bundle_root``; "" is the KB folder).
+    """
+    text = raw.strip()
+    if not text:
+        return None
+    if wiki:
+        return Target("wiki", text)
+    m = _SCHEME.match(text)
+    if m:
+        scheme = m.group(1).lower()
+        if scheme == "pnk":
+            ident = text[len("pnk:"):].lstrip("/").split("/", 1)[0].split("#", 1)[0]
+            return Target("id", ident.upper() if is_ulid(ident.upper()) else ident)
+        if scheme == "kb":
+            rest = text[len("kb:"):].lstrip("/")
+            name, _, path = rest.partition("/")
+            path = path.split("#", 1)[0].split("?", 1)[0]
+            if name == own_kb:
+                return Target("path", kb_path(path, "", root_relative=True, bundle_root=bundle_root))
+            return Target("kb", f"{name}/{path}")
+        return None  # http(s), mailto, file, ...: not a link to a document of this KB
+    path = text.split("#", 1)[0].split("?", 1)[0]
+    if not path:
+        return None  # "#section": a link inside the same document
+    if sidecar and "/" not in path and is_ulid(path.upper()):
+        return Target("id", path.upper())
+    if not sidecar and not path.lower().endswith(DOC_SUFFIXES):
+        return None  # images, PDFs, folders: not documents
+    return Target("path", kb_path(path, source_rel, root_relative=path.startswith("/"),
+                                  bundle_root=bundle_root))
+
+
+def kb_path(path: str, source_rel: str, *, root_relative: bool = False, bundle_root: str = "") -> str:
+    """The KB-relative POSIX path of ``path`` written in ``source_rel`` (arithmetic only).
+
+    A root-relative path starts at ``bundle_root`` (a KB-relative folder such
+    as ``docs`` for a KB whose site is built from ``docs/``), not the KB folder.
+    """
+    if "\\" in path:
+        path = path.replace("\\", "/")
+    if root_relative:
+        bundle = bundle_root.strip("/")
+        inner = path.lstrip("/")
+        joined = posixpath.normpath(f"{bundle}/{inner}" if bundle and inner else bundle or inner)
+    else:
+        base = source_rel.rpartition("/")[0]
+        joined = posixpath.normpath(f"{base}/{path}" if base else path)
+    return "" if joined == "." else joined
+
+
+def is_outside(rel: str) -> bool:
+    return rel == ".." or rel.startswith("../") or rel.startswith("/")
+
+
+@dataclass
+class LinkRow:
+    """One link as stored: where it is written and what it points at."""
+
+    origin: str
+    raw: str
+    target: Target
+    rel: str
+    line: int
+    note: str = ""
+    provenance: str = ""
+
+
+def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb: str, *,
+             bundle_root: str = "", no_hub: bool = False) -> list[LinkRow]:
+    """Every document link of one document: its sidecar's ``links:`` and its body's links.
+
+    ``no_hub`` marks the body links of a ``[kb] no_link_hub`` page with
+    :data:`NO_HUB` (its sidecar links were authored on purpose and stay edges).
+    """
+    out: list[LinkRow] = []
+    seq = sidecar.data.get("links") if sidecar is not None and isinstance(sidecar.data, dict) else None
+    if isinstance(seq, list):
+        for i, item in enumerate(seq):
+            if not isinstance(item, dict):
+                continue
+            to = item.get("to")
+            if not isinstance(to, str) or not to.strip():
+                continue
+            target = classify(to, source_rel, own_kb, sidecar=True, bundle_root=bundle_root)
+            if target is None:
+                continue
+            rel = item.get("rel")
+            note = item.get("note")
+            prov = item.get("origin")
+            out.append(LinkRow(
+                origin=SIDECAR, raw=to.strip(), target=target,
+                rel=str(rel).strip() if isinstance(rel, str) and rel.strip() else DEFAULT_REL,
+                line=_item_line(seq, i), note=str(note) if note is not None else "",
+                provenance=str(prov) if prov is not None else "",
+            ))
+    for link in parsed_links:
+        target = classify(link.target, source_rel, own_kb, wiki=link.kind == "wikilink",
+                          bundle_root=bundle_root)
+        if target is None:
+            continue
+        out.append(LinkRow(origin=SCAN, raw=link.target + link.fragment, target=target,
+                           rel=DEFAULT_REL, line=link.line, provenance=NO_HUB if no_hub else ""))
+    return out
+
+
+def _item_line(seq: Any, i: int) -> int:
+    try:
+        return int(seq.lc.item(i)[0]) + 1
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return 1
+
+
+# -- 2. resolution -----------------------------------------------------------------
+
+
+def escapes_via_symlink(root: Path, rel: str) -> bool:
+    """Whether ``rel`` (lexically inside ``root``) leaves the KB through a symlink.
+
+    Only paths inside the KB are looked at (``lstat`` and ``readlink`` of the
+    links themselves); the moment the path would leave, the answer is known
+    and nothing outside is touched.
+    """
+    base = str(root)
+    parts = [p for p in rel.split("/") if p]
+    cur = base
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        candidate = os.path.join(cur, part)
+        try:
+            is_link = os.path.islink(candidate)
+        except OSError:
+            return False
+        if not is_link:
+            if not os.path.lexists(candidate):
+                return False
+            cur = candidate
+            continue
+        hops += 1
+        if hops > 40:
+            return False  # a loop: not an escape, just broken
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            return False
+        dest = os.path.normpath(os.path.join(cur, target))
+        if not (dest == base or dest.startswith(base + os.sep)):
+            return True
+        inner = os.path.relpath(dest, base)
+        parts = ([] if inner == "." else inner.split(os.sep)) + parts
+        cur = base
+    return False
+
+
+class Resolver:
+    """Resolves targets against the ``documents`` table (batched lookups)."""
+
+    def __init__(self, conn: Any, root: Path) -> None:
+        self.conn = conn
+        self.root = root
+
+    def resolve(self, items: Sequence[tuple[str, str, str]]) -> list[tuple[str | None, str | None]]:
+        """``items`` are (kind, key, source path); returns (ULID, None) or (None, reason) each."""
+        paths: set[str] = set()
+        ids: set[str] = set()
+        titles: set[str] = set()
+        for kind, key, src in items:
+            if kind == "path" and not is_outside(key):
+                paths.add(key)
+            elif kind == "id" and is_ulid(key):
+                ids.add(key)
+            elif kind == "wiki":
+                titles.add(key)
+                paths.update(_wiki_paths(key, src))
+        by_path = self._lookup("SELECT path, ulid FROM documents WHERE path IN ({})", sorted(paths))
+        known_ids = {u for u, _ in self._lookup(
+            "SELECT ulid, ulid FROM documents WHERE ulid IN ({})", sorted(ids)).items()}
+        by_title: dict[str, list[str]] = {}
+        for chunk in _chunks(sorted(titles)):
+            marks = ",".join("?" * len(chunk))
+            for title, ulid in self.conn.execute(
+                f"SELECT title, ulid FROM documents WHERE title COLLATE NOCASE IN ({marks})", chunk
+            ):
+                by_title.setdefault(nocase(title), []).append(ulid)
+        out: list[tuple[str | None, str | None]] = []
+        for kind, key, src in items:
+            if kind == "path":
+                if is_outside(key):
+                    out.append((None, "outside-kb"))
+                elif key in by_path:
+                    out.append((by_path[key], None))
+                elif escapes_via_symlink(self.root, key):
+                    out.append((None, "outside-kb"))
+                else:
+                    out.append((None, "missing-file"))
+            elif kind == "id":
+                out.append((key, None) if key in known_ids else (None, "unknown-id"))
+            elif kind == "kb":
+                out.append((None, "unknown-kb"))  # another KB: looked up in the fleet when read
+            elif kind == "wiki":
+                out.append(self._wiki(key, src, by_title, by_path))
+            else:
+                out.append((None, "missing-file"))
+        return out
+
+    def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for chunk in _chunks(keys):
+            for a, b in self.conn.execute(sql.format(",".join("?" * len(chunk))), chunk):
+                found[a] = b
+        return found
+
+    def _wiki(self, key: str, src: str, by_title: dict[str, list[str]],
+              by_path: dict[str, str]) -> tuple[str | None, str | None]:
+        """``[[X]]``: a unique title, else a path (root- then source-relative), else a file name."""
+        matches = sorted(set(by_title.get(nocase(key), [])))
+        if len(matches) == 1:
+            return matches[0], None
+        if len(matches) > 1:
+            return None, "ambiguous-title"
+        candidates = _wiki_paths(key, src)
+        for path in candidates:
+            if path in by_path:
+                return by_path[path], None
+        if all(is_outside(p) or escapes_via_symlink(self.root, p) for p in candidates):
+            return None, "outside-kb"
+        stem = key.rsplit("/", 1)[-1]
+        if not stem.lower().endswith(DOC_SUFFIXES):
+            stem += ".md"
+        pattern = "%/" + stem.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.conn.execute(
+            "SELECT DISTINCT ulid FROM documents WHERE path LIKE ? ESCAPE '\\' OR path LIKE ? ESCAPE '\\'",
+            (pattern, pattern[2:]),
+        ).fetchall()
+        if len(rows) == 1:
+            return rows[0][0], None
+        if len(rows) > 1:
+            return None, "ambiguous-title"
+        return None, "missing-file"
+
+
+def _wiki_paths(key: str, src: str) -> list[str]:
+    path = key if key.lower().endswith(DOC_SUFFIXES) else key + ".md"
+    root_rel = kb_path(path, src, root_relative=True)
+    src_rel = kb_path(path, src)
+    return [root_rel] if root_rel == src_rel else [root_rel, src_rel]
+
+
+def _chunks(items: list[Any], size: int = _BATCH) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[int, Any]],
+                  previous: dict[int, tuple[str, str]], removed: Sequence[tuple[int, str]], *,
+                  bundle_root: str = "", no_link_hub: Sequence[str] = ()) -> set[int]:
+    """Store the links of (re-)inserted documents and re-resolve what can have changed.
+
+    ``bundle_root`` and ``no_link_hub`` are the ``[kb]`` settings of that name
+    (see :func:`classify` and :func:`rows_for`).
+
+    Runs inside sync's apply transaction, before the edge derivers.
+    ``inserted`` holds (doc key, prepared document) for every added, changed or
+    renamed document; ``previous`` maps the keys of changed and renamed ones to
+    their (ULID, path) before this sync; ``removed`` holds (doc key, ULID) of
+    deleted documents. Returns the keys of *other* documents whose links now
+    resolve differently (their authored edges must be re-derived).
+
+    Only what can have changed is resolved again: the inserted documents'
+    links, links that pointed at a removed, renamed or re-identified document,
+    title links matching a new title, ambiguous ones, and, when documents
+    appeared, vanished or changed identity, the unresolved ones. A sync that
+    changed nothing calls this with nothing and it costs nothing.
+    """
+    if not inserted and not removed:
+        return set()
+    structural = bool(removed) or any(
+        key not in previous or previous[key] != (doc.ulid, doc.rel) for key, doc in inserted
+    )
+    gone = {ulid for _, ulid in removed} | {ulid for ulid, _ in previous.values()}
+    stale = [key for key, _ in inserted] + [key for key, _ in removed]
+    for chunk in _chunks(sorted(set(stale))):
+        conn.execute(f"DELETE FROM links WHERE src_doc IN ({','.join('?' * len(chunk))})", chunk)
+    # Links of other documents whose answer may have changed (collected before the new rows exist).
+    ids: set[int] = set()
+    for chunk in _chunks(sorted(gone)):
+        marks = ",".join("?" * len(chunk))
+        ids.update(r[0] for r in conn.execute(f"SELECT id FROM links WHERE dst_ulid IN ({marks})", chunk))
+    for title in sorted({doc.title for _, doc in inserted}):
+        ids.update(r[0] for r in conn.execute(
+            "SELECT id FROM links WHERE key = ? COLLATE NOCASE AND kind = 'wiki'", (title,)))
+    if inserted:
+        ids.update(r[0] for r in conn.execute(
+            "SELECT id FROM links WHERE dst_ulid IS NULL AND reason = 'ambiguous-title'"))
+    if structural:
+        ids.update(r[0] for r in conn.execute(
+            "SELECT id FROM links WHERE dst_ulid IS NULL AND kind != 'kb'"))
+    resolver = Resolver(conn, root)
+    # The new rows, resolved before they are written (one executemany).
+    fresh: list[tuple[int, LinkRow]] = [
+        (doc_key, r) for doc_key, doc in inserted
+        for r in rows_for(doc.rel, doc.parsed.links, doc.sidecar, own_kb, bundle_root=bundle_root,
+                          no_hub=bool(no_link_hub) and matches_any(doc.rel, no_link_hub))
+    ]
+    paths = {doc_key: doc.rel for doc_key, doc in inserted}
+    answers = resolver.resolve([(r.target.kind, r.target.key, paths[k]) for k, r in fresh]) if fresh else []
+    conn.executemany(
+        "INSERT INTO links(src_doc, origin, raw, kind, key, rel, note, provenance, line, dst_ulid,"
+        " reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [(k, r.origin, r.raw, r.target.kind, r.target.key, r.rel, r.note, r.provenance, r.line, dst,
+          reason) for (k, r), (dst, reason) in zip(fresh, answers, strict=True)],
+    )
+    if not ids:
+        return set()
+    todo: list[tuple[int, str, str, str, int, str | None]] = []
+    for chunk in _chunks(sorted(ids)):
+        marks = ",".join("?" * len(chunk))
+        todo.extend(tuple(r) for r in conn.execute(
+            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid FROM links l"
+            f" JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
+    results = resolver.resolve([(t[1], t[2], t[3]) for t in todo])
+    changed = [(dst, reason, t[0]) for t, (dst, reason) in zip(todo, results, strict=True)]
+    conn.executemany("UPDATE links SET dst_ulid = ?, reason = ? WHERE id = ?", changed)
+    return {t[4] for t, (dst, _) in zip(todo, results, strict=True) if t[5] != dst}
+
+
+# -- the fleet -----------------------------------------------------------------------
+
+
+class FleetLookup:
+    """Finds link targets in the other KBs of the fleet (read-only, opened lazily)."""
+
+    def __init__(self, kb: KB) -> None:
+        self.kb = kb
+        self._others: list[tuple[str, KB]] | None = None
+        self._names: dict[str, Path] = {}
+
+    def others(self) -> list[tuple[str, KB]]:
+        if self._others is None:
+            from .fleet import load_fleet
+            from .kb import KB
+
+            self._others = []
+            try:
+                fleet = load_fleet()
+            except Exception:  # an unreadable registry must not break reading links
+                fleet = {}
+            self._names = dict(fleet)
+            for name, folder in sorted(fleet.items()):
+                try:
+                    if folder.resolve() == self.kb.root:
+                        continue
+                    self._others.append((name, KB.open(folder)))
+                except Exception:  # noqa: S112 - a broken fleet entry only hides its own targets
+                    continue
+        return self._others
+
+    def find_ids(self, ulids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """ULID -> {kb, title, path} for ids found in another fleet KB (first KB by name wins)."""
+        wanted = sorted({u for u in ulids if is_ulid(u)})
+        found: dict[str, dict[str, str]] = {}
+        if not wanted:
+            return found
+        for name, other in self.others():
+            rest = [u for u in wanted if u not in found]
+            if not rest:
+                break
+            try:
+                conn = other.reader().conn
+                for chunk in _chunks(rest):
+                    marks = ",".join("?" * len(chunk))
+                    for ulid, title, path in conn.execute(
+                        f"SELECT ulid, title, path FROM documents WHERE ulid IN ({marks}) ORDER BY path",
+                        chunk,
+                    ):
+                        found.setdefault(ulid, {"kb": name, "title": title, "path": path})
+            except Exception:  # noqa: S112 - an unsynced KB simply has no answers
+                continue
+        return found
+
+    def find_path(self, key: str) -> tuple[dict[str, str] | None, str]:
+        """``name/path`` of a ``kb://`` link: (target, "") or (None, reason)."""
+        name, _, path = key.partition("/")
+        self.others()
+        if name not in self._names:
+            return None, "unknown-kb"
+        if self._names[name].resolve() == self.kb.root:
+            kb = self.kb
+        else:
+            match = [o for n, o in self.others() if n == name]
+            if not match:
+                return None, "unknown-kb"
+            kb = match[0]
+        rel = kb_path(path, "", root_relative=True, bundle_root=_bundle_root(kb))
+        if is_outside(rel):
+            return None, "outside-kb"
+        try:
+            row = kb.reader().conn.execute(
+                "SELECT ulid, title, path FROM documents WHERE path = ?", (rel,)).fetchone()
+        except Exception:
+            return None, "unknown-kb"
+        if row is None:
+            return None, "missing-file"
+        return {"kb": "" if kb is self.kb else name, "doc_id": row[0], "title": row[1],
+                "path": row[2]}, ""
+
+
+def _bundle_root(kb: KB) -> str:
+    """A KB's ``[kb] bundle_root``: where its root-absolute and ``kb://`` paths start."""
+    return str(kb.config.kb.get("bundle_root") or "")
+
+
+def fleet_refine(kb: KB, rows: Sequence[dict[str, Any]], lookup: FleetLookup | None = None
+                 ) -> list[dict[str, Any]]:
+    """Give unresolved ``pnk://`` and ``kb://`` rows a fleet answer.
+
+    Each row needs ``kind``, ``key`` and ``reason``; rows found elsewhere gain
+    ``foreign`` = {kb, doc_id, title, path} and lose their reason.
+    """
+    lookup = lookup or FleetLookup(kb)
+    ids = [r["key"] for r in rows if r["kind"] == "id" and r["reason"] == "unknown-id"]
+    found = lookup.find_ids(ids) if ids else {}
+    out = []
+    for r in rows:
+        r = dict(r)
+        if r["kind"] == "id" and r["key"] in found:
+            r["foreign"] = {"doc_id": r["key"], **found[r["key"]]}
+            r["reason"] = None
+        elif r["kind"] == "kb":
+            target, reason = lookup.find_path(r["key"])
+            if target is not None and target["kb"]:
+                r["foreign"], r["reason"] = target, None
+            elif target is not None:
+                r["local"], r["reason"] = target, None
+            else:
+                r["reason"] = reason
+        out.append(r)
+    return out
+
+
+# -- 3. traversal ----------------------------------------------------------------------
+
+
+@dataclass
+class Neighbour:
+    """A document reached from the root; ``via`` is the document it was reached from."""
+
+    doc_id: str
+    title: str
+    path: str
+    rel: str
+    direction: str
+    distance: int
+    score: float
+    via: str
+    kb: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "doc_id": self.doc_id, "title": self.title, "rel": self.rel,
+            "direction": self.direction, "distance": self.distance, "score": round(self.score, 4),
+        }
+        if self.kb:
+            d["kb"] = self.kb  # only for a target in another KB of the fleet
+        return d
+
+
+@dataclass
+class LinkResult:
+    """The answer of :func:`walk`; :meth:`to_dict` is the ``pinakes_links`` structure."""
+
+    root: dict[str, str]
+    neighbours: list[Neighbour] = field(default_factory=list)
+    frontier: list[dict[str, str]] = field(default_factory=list)
+    unresolved: list[dict[str, Any]] = field(default_factory=list)
+    confidence: float | None = None
+    truncated: bool = False
+    depth: int = 1
+    note: str = ""
+    ranked_by: str = "weight"  # or "query": scores are then cosine similarities
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "neighbours": [n.to_dict() for n in self.neighbours],
+            "frontier": [{"doc_id": f["doc_id"], "rel": f["rel"]} for f in self.frontier],
+            "unresolved": [{"target": u["target"], "reason": u["reason"]} for u in self.unresolved],
+            "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
+            "truncated": self.truncated,
+            "depth": self.depth,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class _Edge:
+    other: str  # the ULID at the far end
+    rel: str
+    direction: str  # "out": node -> other; "in": other -> node
+    weight: float
+
+
+def walk(kb: KB, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
+         query: str | None = None) -> LinkResult:
+    """Breadth-first over resolved links from ``doc`` (see DESIGN §6 ``pinakes_links``)."""
+    if direction not in DIRECTIONS:
+        raise QueryError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        try:
+            depth = int(depth)
+        except (TypeError, ValueError):
+            raise QueryError(f"depth must be a whole number, not {depth!r}") from None
+    if depth < 1:
+        raise QueryError("depth must be at least 1")
+    if rel is not None and not str(rel).strip():
+        rel = None
+    if query is not None and not str(query).strip():
+        raise QueryError("the query is empty (leave it out to rank by link weight)")
+    note = ""
+    asked = depth
+    if depth > MAX_DEPTH:
+        depth = MAX_DEPTH
+        note = (f"depth capped at {MAX_DEPTH} (asked {asked}); "
+                "take one hop and look before going deeper")
+    fan_out = max(1, int(kb.config.retrieval.get("adjacent_k", 8)))
+    root_row = kb.resolve(doc)
+    store = kb.reader()
+    with store.snapshot() as conn:
+        state = _Walk(kb, conn, rel, direction, query, fan_out)
+        result = state.run(root_row, depth)
+    result.depth = depth
+    result.note = note
+    result.ranked_by = "weight" if query is None else "query"
+    return _cap(result)
+
+
+class _Walk:
+    def __init__(self, kb: KB, conn: Any, rel: str | None, direction: str, query: str | None,
+                 fan_out: int) -> None:
+        self.kb = kb
+        self.conn = conn
+        self.rel = rel
+        self.direction = direction
+        self.fan_out = fan_out
+        self.docs: dict[str, dict[str, Any]] = {}  # ulid -> {title, path, keys}
+        self.scores: dict[str, float] = {}  # ulid -> best cosine to the query
+        self.qv = None
+        self.dense = None
+        if query is not None:
+            self.qv = kb.embedder.embed_query(query)
+            self.dense = kb.dense_index(kb.reader())
+        self.lookup = FleetLookup(kb)
+        self.root = ""  # set by run()
+
+    # -- data
+
+    def load_docs(self, ulids: Iterable[str]) -> None:
+        need = sorted({u for u in ulids if u not in self.docs})
+        for chunk in _chunks(need):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT doc, ulid, path, title FROM documents WHERE ulid IN ({marks}) ORDER BY path",
+                chunk,
+            ):
+                entry = self.docs.setdefault(row["ulid"], {"title": row["title"], "path": row["path"],
+                                                            "keys": []})
+                entry["keys"].append(row["doc"])
+        if self.qv is not None:
+            self._score(need)
+
+    def _score(self, ulids: list[str]) -> None:
+        keys = {k: u for u in ulids if u in self.docs for k in self.docs[u]["keys"]}
+        if not keys or self.dense is None or not len(self.dense.ids):
+            return
+        chunk_ids: list[int] = []
+        owners: list[str] = []
+        for chunk in _chunks(sorted(keys)):
+            marks = ",".join("?" * len(chunk))
+            for cid, dkey in self.conn.execute(
+                f"SELECT id, doc FROM chunks WHERE doc IN ({marks}) AND vec IS NOT NULL", chunk
+            ):
+                chunk_ids.append(cid)
+                owners.append(keys[dkey])
+        if not chunk_ids:
+            return
+        ids = np.asarray(chunk_ids, dtype=np.int64)
+        rows = self.dense.row_of(ids)
+        ok = (rows < len(self.dense.ids)) & (self.dense.ids[np.minimum(rows, len(self.dense.ids) - 1)] == ids)
+        cos = self.dense.matrix[rows[ok]] @ self.qv
+        for owner, c in zip(np.asarray(owners)[ok], cos, strict=True):
+            if float(c) > self.scores.get(str(owner), -2.0):
+                self.scores[str(owner)] = float(c)
+
+    def edges(self, ulids: list[str]) -> dict[str, list[_Edge]]:
+        """Resolved edges of each node, a typed sidecar link absorbing a body link to the same doc."""
+        out: dict[str, list[_Edge]] = {u: [] for u in ulids}
+        raw: list[tuple[str, str, str, str]] = []  # (src ulid, dst ulid, rel, origin)
+        # A no-link-hub page's body links (a change log) are followed only out of that
+        # page itself, when it is the root: the walk never passes through it.
+        hub_filter = " AND (l.provenance != ? OR s.ulid = ?)"
+        hub_args = (NO_HUB, self.root)
+        for chunk in _chunks(sorted(ulids)):
+            marks = ",".join("?" * len(chunk))
+            if self.direction in ("out", "both"):
+                raw.extend(tuple(r) for r in self.conn.execute(
+                    "SELECT s.ulid, l.dst_ulid, l.rel, l.origin FROM links l JOIN documents s"
+                    f" ON s.doc = l.src_doc WHERE s.ulid IN ({marks}) AND l.dst_ulid IS NOT NULL"
+                    + hub_filter, (*chunk, *hub_args)))
+            if self.direction in ("in", "both"):
+                raw.extend(tuple(r) for r in self.conn.execute(
+                    "SELECT s.ulid, l.dst_ulid, l.rel, l.origin FROM links l JOIN documents s"
+                    f" ON s.doc = l.src_doc WHERE l.dst_ulid IN ({marks})" + hub_filter,
+                    (*chunk, *hub_args)))
+        typed = {(s, d) for s, d, _, o in raw if o == SIDECAR}
+        best: dict[tuple[str, str, str, str], float] = {}
+        wanted = set(ulids)
+        for s, d, rel, origin in set(raw):
+            if s == d or (origin == SCAN and (s, d) in typed):
+                continue
+            if self.rel is not None and rel != self.rel:
+                continue
+            for node, other, direction in ((s, d, "out"), (d, s, "in")):
+                if node not in wanted or (direction == "out" and self.direction == "in") or (
+                        direction == "in" and self.direction == "out"):
+                    continue
+                k = (node, other, rel, direction)
+                best[k] = max(best.get(k, 0.0), WEIGHTS.get(origin, 1.0))
+        for (node, other, rel, direction), w in sorted(best.items()):
+            out[node].append(_Edge(other, rel, direction, w))
+        return out
+
+    def unresolved_of(self, ulids: list[str]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for chunk in _chunks(sorted(ulids)):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                "SELECT s.ulid AS node, l.raw, l.kind, l.key, l.rel, l.reason, l.origin, l.line"
+                f" FROM links l JOIN documents s ON s.doc = l.src_doc WHERE s.ulid IN ({marks})"
+                " AND l.dst_ulid IS NULL ORDER BY l.origin DESC, l.line, l.id", chunk,
+            ):
+                if self.rel is not None and r["rel"] != self.rel:
+                    continue
+                rows.append(dict(r))
+        return fleet_refine(self.kb, rows, self.lookup) if rows else rows
+
+    # -- ranking
+
+    def rank_key(self, ulid: str, weight: float, title: str) -> tuple[Any, ...]:
+        if self.qv is not None:
+            return (-self.scores.get(ulid, -1.0), -weight, title.casefold(), ulid)
+        return (-weight, title.casefold(), ulid)
+
+    def score(self, ulid: str, weight: float) -> float:
+        if self.qv is not None:
+            return self.scores.get(ulid, 0.0)
+        return weight
+
+    def cap(self, ranked: list[_Edge]) -> tuple[list[_Edge], list[_Edge]]:
+        """Keep the edges to the best ``adjacent_k`` distinct documents (all edges to each)."""
+        docs: set[str] = set()
+        kept: list[_Edge] = []
+        cut: list[_Edge] = []
+        for e in ranked:
+            if e.other in docs or len(docs) < self.fan_out:
+                docs.add(e.other)
+                kept.append(e)
+            else:
+                cut.append(e)
+        return kept, cut
+
+    # -- the walk
+
+    def run(self, root_row: dict[str, Any], depth: int) -> LinkResult:
+        root = root_row["ulid"]
+        self.root = root
+        self.load_docs([root])
+        result = LinkResult(root={"doc_id": root, "title": root_row["title"], "path": root_row["path"]})
+        seen_at: dict[str, int] = {root: 0}
+        entries: dict[tuple[str, str, str], Neighbour] = {}
+        best: dict[str, float] = {}  # ulid -> best score of its entries
+        # Next hops not taken, as ((distance, rank key), ulid, rel): cut by the fan-out cap
+        # at some level, or one step past the last level.
+        overflow: list[tuple[tuple[Any, ...], str, str]] = []
+        level = [root]
+        foreign: dict[tuple[str, str], Neighbour] = {}
+        for distance in range(1, depth + 2):
+            if not level:
+                break
+            edges = self.edges(level)
+            self.load_docs(e.other for es in edges.values() for e in es)
+            if distance == depth + 1:  # one look past the last level: the frontier
+                for node in level:
+                    cands = [e for e in edges[node] if e.other not in seen_at and e.other in self.docs]
+                    cands.sort(key=lambda e: self.rank_key(e.other, e.weight, self.docs[e.other]["title"]))
+                    kept, _ = self.cap(cands)
+                    overflow.extend(((distance, *self.rank_key(e.other, e.weight, self.docs[e.other]["title"])),
+                                     e.other, e.rel) for e in kept)
+                break
+            if self.direction != "in":
+                for row in self.unresolved_of(level):
+                    if row.get("foreign"):
+                        f = row["foreign"]
+                        key = (f["doc_id"], row["rel"])
+                        if key not in foreign:
+                            foreign[key] = Neighbour(
+                                doc_id=f["doc_id"], title=f["title"], path=f["path"], rel=row["rel"],
+                                direction="out", distance=distance,
+                                score=0.0 if self.qv is not None else WEIGHTS.get(row["origin"], 1.0),
+                                via=row["node"], kb=f["kb"])
+                    elif row.get("local"):
+                        continue
+                    elif distance == 1 and row["reason"]:
+                        result.unresolved.append({"target": row["raw"], "reason": row["reason"],
+                                                  "line": row["line"], "origin": row["origin"]})
+            nxt: list[str] = []
+            for node in level:
+                cands = [e for e in edges[node]
+                         if e.other in self.docs and seen_at.get(e.other, distance) >= distance]
+                cands.sort(key=lambda e: self.rank_key(e.other, e.weight, self.docs[e.other]["title"]))
+                kept, cut = self.cap(cands)
+                for e in cut:
+                    overflow.append(((distance, *self.rank_key(e.other, e.weight, self.docs[e.other]["title"])),
+                                     e.other, e.rel))
+                for e in kept:
+                    info = self.docs[e.other]
+                    key = (e.other, e.rel, e.direction)
+                    score = self.score(e.other, e.weight)
+                    best[e.other] = max(best.get(e.other, score), score)
+                    if key not in entries or entries[key].score < score:
+                        entries[key] = Neighbour(
+                            doc_id=e.other, title=info["title"], path=info["path"], rel=e.rel,
+                            direction=e.direction, distance=distance, score=score, via=node)
+                    if e.other not in seen_at:
+                        seen_at[e.other] = distance
+                        nxt.append(e.other)
+            level = sorted(nxt, key=lambda u: self.rank_key(u, best[u], self.docs[u]["title"]))
+        neighbours = list(entries.values()) + [
+            n for n in foreign.values() if n.doc_id not in seen_at]
+        neighbours.sort(key=lambda n: (-n.score, n.distance, n.title.casefold(), n.doc_id, n.rel,
+                                       n.direction))
+        result.neighbours = neighbours
+        frontier: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for key, ulid, rel in overflow:
+            if ulid in seen_at:
+                continue
+            k = (ulid, rel)
+            if k not in frontier or key < frontier[k]:
+                frontier[k] = key
+        result.frontier = [{"doc_id": u, "rel": r, "title": self.docs[u]["title"],
+                            "path": self.docs[u]["path"]}
+                           for (u, r), _ in sorted(frontier.items(), key=lambda kv: (kv[1], kv[0][1]))]
+        return result
+
+
+def _cap(result: LinkResult) -> LinkResult:
+    """Hold each list to :data:`MAX_ROWS` and the whole answer to :data:`MAX_BYTES`."""
+    for name in ("neighbours", "frontier", "unresolved"):
+        items = getattr(result, name)
+        if len(items) > MAX_ROWS:
+            setattr(result, name, items[:MAX_ROWS])
+            result.truncated = True
+    size = len(json.dumps(result.to_dict(), ensure_ascii=False))
+    while size > MAX_BYTES:
+        for name in ("frontier", "unresolved", "neighbours"):
+            items = getattr(result, name)
+            if items:
+                items.pop()
+                break
+        else:
+            break
+        result.truncated = True
+        size = len(json.dumps(result.to_dict(), ensure_ascii=False))
+    return result
+
+
+# -- editing sidecars: pnk link / pnk unlink ------------------------------------------------
+
+_REL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+
+
+def check_rel(rel: str) -> str:
+    rel = str(rel).strip()
+    if not _REL_RE.match(rel):
+        raise LinkError(
+            f"invalid relation {rel!r}: use a short word such as cites, uses, extends "
+            "(letters, digits, '_', '-', starting with a letter)"
+        )
+    return rel
+
+
+def target_for(kb: KB, dst: str) -> dict[str, Any] | None:
+    """Find DST of ``pnk link``: this KB first (path, ULID, URI, unique title), then the fleet by id."""
+    try:
+        row = kb.resolve(dst)
+        return {"doc_id": row["ulid"], "title": row["title"], "path": row["path"], "kb": ""}
+    except DocumentNotFound:
+        pass
+    ident = dst.strip()
+    ident = ident[len("pnk://"):] if ident.lower().startswith("pnk://") else ident
+    ident = ident.split("/", 1)[0].upper()
+    if is_ulid(ident):
+        found = FleetLookup(kb).find_ids([ident])
+        if ident in found:
+            return {"doc_id": ident, **found[ident]}
+    if dst.strip().lower().startswith("kb://"):
+        target, _ = FleetLookup(kb).find_path(dst.strip()[len("kb://"):].lstrip("/"))
+        if target is not None:
+            return target
+    return None
+
+
+def written_form(kb: KB, src_path: str, dst: str, target: dict[str, Any] | None) -> str:
+    """What ``to:`` gets: ``pnk://ULID`` when asked by id or across KBs, else a path relative to SRC.
+
+    A dangling path is read like any path argument (from the current folder
+    when it is inside the KB, else from the KB root) and written relative to SRC.
+    """
+    given = dst.strip()
+    if target is not None:
+        by_id = given.lower().startswith("pnk://") or is_ulid(given.upper())
+        if target["kb"] or by_id:
+            return f"pnk://{target['doc_id']}"
+        return relative_to(src_path, target["path"])
+    if _SCHEME.match(given):
+        if given.split(":", 1)[0].lower() not in ("pnk", "kb"):
+            raise LinkError(f"{given!r} is not a document link (use a path, pnk://ULID or kb://name/path)")
+        return given
+    if is_ulid(given.upper()):
+        return f"pnk://{given.upper()}"
+    if not given.lower().split("#", 1)[0].endswith(DOC_SUFFIXES):
+        raise LinkError(
+            f"no document {given!r}; a dangling link needs a path to the future file "
+            "(e.g. notes/idea.md), a pnk://ULID or a kb://name/path.md"
+        )
+    rel = kb._relative(given)
+    if rel is None or is_outside(rel):
+        raise LinkError(f"{given!r} is outside the knowledge base")
+    return relative_to(src_path, rel)
+
+
+def relative_to(src_path: str, dst_path: str) -> str:
+    rel = os.path.relpath(dst_path, os.path.dirname(src_path) or ".")
+    return rel.replace(os.sep, "/")
+
+
+def _editable_sidecar(kb: KB, src_row: dict[str, Any]) -> Any:
+    from .fsutil import atomic_write
+    from .sidecar import read_sidecar, skeleton
+
+    rel = src_row["sidecar_path"]
+    path = kb.root / rel
+    sc = read_sidecar(path, display=rel)
+    if not sc.exists:
+        atomic_write(path, skeleton(src_row["ulid"], src_row["title"]))
+        sc = read_sidecar(path, display=rel)
+    if sc.error:
+        raise LinkError(f"{sc.error}; fix the sidecar before editing its links")
+    return sc
+
+
+def _links_seq(sc: Any, create: bool) -> Any:
+    from ruamel.yaml.comments import CommentedSeq
+
+    seq = sc.data.get("links")
+    if seq is None:
+        if not create:
+            return None
+        seq = CommentedSeq()
+        sc.data["links"] = seq
+    if not isinstance(seq, list):
+        raise LinkError(f"{sc.path}: `links:` must be a list of {{to, rel}} entries")
+    return seq
+
+
+def _matching(kb: KB, src_row: dict[str, Any], seq: Any, dst: str, target: dict[str, Any] | None,
+              rel: str | None) -> list[int]:
+    """Indexes of the sidecar entries that point at DST (with relation ``rel``, if given)."""
+    src_path = src_row["path"]
+    wanted: set[Target] = set()
+    given = dst.strip()
+    for t in (classify(given, src_path, kb.name, sidecar=True, bundle_root=_bundle_root(kb)),):
+        if t is not None:
+            wanted.add(t)
+    rel_given = kb._relative(given)
+    if rel_given is not None:
+        wanted.add(Target("path", rel_given))
+    if target is not None:
+        if target["kb"]:
+            wanted.add(Target("id", target["doc_id"]))
+        else:
+            wanted.add(Target("path", target["path"]))
+    entries: list[tuple[int, Target]] = []
+    for i, item in enumerate(seq):
+        if not isinstance(item, dict) or not isinstance(item.get("to"), str):
+            continue
+        item_rel = item.get("rel") if isinstance(item.get("rel"), str) else DEFAULT_REL
+        if rel is not None and str(item_rel).strip() != rel:
+            continue
+        t = classify(item["to"], src_path, kb.name, sidecar=True, bundle_root=_bundle_root(kb))
+        if t is not None:
+            entries.append((i, t))
+    if not entries:
+        return []
+    resolved = Resolver(kb.reader().conn, kb.root).resolve([(t.kind, t.key, src_path) for _, t in entries])
+    out = []
+    for (i, t), (ulid, _) in zip(entries, resolved, strict=True):
+        same_doc = target is not None and ulid is not None and not target["kb"] and ulid == target["doc_id"]
+        if same_doc or t in wanted or (target is not None and t == Target("id", target["doc_id"])):
+            out.append(i)
+    return out
+
+
+def add_link(kb: KB, src: str, dst: str, rel: str, note: str | None = None,
+             allow_dangling: bool = False) -> dict[str, Any]:
+    """``pnk link``: add a typed link to SRC's sidecar (idempotent), then sync."""
+    from ruamel.yaml.comments import CommentedMap
+
+    from .sidecar import write_sidecar
+
+    rel = check_rel(rel)
+    if not str(dst).strip():
+        raise DocumentNotFound("empty link target")
+    kb.sync()  # the index must know SRC and DST, and SRC must have its sidecar
+    src_row = kb.resolve(src)
+    target = target_for(kb, dst)
+    if target is None and not allow_dangling:
+        raise DocumentNotFound(
+            f"no document {dst!r} in {kb.name} or the fleet (a path, id, pnk:// URI or exact title); "
+            "pass --allow-dangling to link to it anyway"
+        )
+    if target is not None and not target["kb"] and target["doc_id"] == src_row["ulid"]:
+        raise LinkError("a document cannot link to itself")
+    sc = _editable_sidecar(kb, src_row)
+    seq = _links_seq(sc, create=True)
+    to = written_form(kb, src_row["path"], dst, target)
+    found = _matching(kb, src_row, seq, dst, target, rel)
+    if found:
+        item = seq[found[0]]
+        if note is not None and str(item.get("note") or "") != note:
+            item["note"] = note
+            action = "updated"
+        else:
+            action = "exists"
+        to = str(item["to"])
+    else:
+        item = CommentedMap()
+        item["to"] = to
+        item["rel"] = rel
+        if note:
+            item["note"] = note
+        if getattr(seq, "fa", None) is not None and seq.fa.flow_style():
+            seq.fa.set_block_style()
+        seq.append(item)
+        action = "added"
+    summary = None
+    if action != "exists":
+        write_sidecar(sc)
+        summary = kb.sync().summary()
+    return {
+        "action": action,
+        "src": {"doc_id": src_row["ulid"], "path": src_row["path"], "title": src_row["title"]},
+        "dst": target if target is not None else {"target": to, "dangling": True},
+        "to": to,
+        "rel": rel,
+        "note": note,
+        "sidecar": src_row["sidecar_path"],
+        "sync": summary,
+    }
+
+
+def remove_link(kb: KB, src: str, dst: str, rel: str | None = None) -> dict[str, Any]:
+    """``pnk unlink``: remove SRC's sidecar links to DST (of relation ``rel``), then sync."""
+    from .sidecar import write_sidecar
+
+    if rel is not None:
+        rel = check_rel(rel)
+    if not str(dst).strip():
+        raise DocumentNotFound("empty link target")
+    kb.sync()
+    src_row = kb.resolve(src)
+    target = target_for(kb, dst)
+    sc = _editable_sidecar(kb, src_row)
+    seq = _links_seq(sc, create=False)
+    found = _matching(kb, src_row, seq, dst, target, rel) if seq else []
+    removed = [{"to": str(seq[i]["to"]), "rel": str(seq[i].get("rel") or DEFAULT_REL)} for i in found]
+    summary = None
+    if found:
+        for i in reversed(found):
+            del seq[i]
+        write_sidecar(sc)
+        summary = kb.sync().summary()
+    return {
+        "action": "removed" if found else "absent",
+        "src": {"doc_id": src_row["ulid"], "path": src_row["path"], "title": src_row["title"]},
+        "dst": target if target is not None else {"target": dst.strip(), "dangling": True},
+        "removed": removed,
+        "sidecar": src_row["sidecar_path"],
+        "sync": summary,
+    }

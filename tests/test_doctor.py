@@ -1,0 +1,83 @@
+"""`pnk doctor`: findings, their file:line, and an exit status that is non-zero only for errors."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from pinakes.cli import cli
+
+SICK = {
+    "a.md": "# A\n\nalpha\n",
+    "a.pnk.yaml": """
+        id: 01JDQ5S8Z6W3K1V9XQ2M4B7N1A
+        title: A
+        links:
+          - to: b.md
+            rel: cites
+          - rel: uses
+          - to: nowhere.md
+            rel: uses
+        """,
+    "b.md": "# B\n\nbeta\n",
+    "c.md": "# C\n\ngamma\n\nsee [missing](missing.md) and [b](b.md)\n",
+    "d.md": "# D\n\nlonely\n",
+    "e.md": "---\ntitle: Front Title\ntags: [x, y]\n---\nepsilon\n",
+    "e.pnk.yaml": "id: 01JDQ5S8Z6W3K1V9XQ2M4B7N1E\ntitle: Sidecar Title\ntags: [x, z]\n",
+    "ghost.pnk.yaml": "id: 01JDQ5S8Z6W3K1V9XQ2M4B7N1G\ntitle: Ghost\n",
+    "excluded/kept.pnk.yaml": "id: 01JDQ5S8Z6W3K1V9XQ2M4B7N1K\ntitle: Kept\n",
+    "excluded/kept.md": "# Kept\n\nnot indexed\n",
+}
+
+
+def test_doctor_findings_and_exit_status(make_kb) -> None:
+    kb = make_kb(SICK, config='exclude = [".pinakes/**", "excluded/**"]\n')
+    kb.sync()
+    report = kb.doctor()
+    assert report["ok"] is True and report["errors"] == 0
+    assert report["store"]["indexed"] and report["store"]["current"]
+    assert report["store"]["documents"] == 5
+    assert report["coverage"] == {"documents": 5, "with_authored_links": 2, "share": 0.4,
+                                  "with_any_links": 3}
+    assert report["zero_links"] == ["d.md", "e.md"]
+    assert [(d["file"], d["line"], d["target"], d["reason"]) for d in report["dangling"]] == [
+        ("a.pnk.yaml", 7, "nowhere.md", "missing-file"),
+        ("c.md", 5, "missing.md", "missing-file"),
+    ]
+    assert report["orphan_sidecars"] == ["ghost.pnk.yaml"]  # excluded/kept.md still exists
+    assert [(d["field"], d["front_matter"], d["sidecar"]) for d in report["disagreements"]] == [
+        ("title", "Front Title", "Sidecar Title"), ("tags", ["x", "y"], ["x", "z"])]
+    assert [(d["file"], d["entry"]) for d in report["bad_link_entries"]] == [("a.pnk.yaml", 2)]
+    assert report["duplicate_ids"] == []
+    assert report["warnings"] == 2 + 1 + 2 + 1 + len(report["problems"])
+
+    runner = CliRunner()
+    res = runner.invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert res.exit_code == 0, res.output
+    assert "c.md:5: missing.md (missing-file)" in res.output
+    assert "a.pnk.yaml:7: nowhere.md (missing-file)" in res.output
+    assert "ghost.pnk.yaml" in res.output
+    assert "2/5 documents (40%)" in res.output
+    assert "ok, " in res.output
+    res = runner.invoke(cli, ["doctor", "--kb", str(kb.root), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["dangling"] == report["dangling"]
+
+
+def test_doctor_errors_exit_non_zero(make_kb, tmp_path) -> None:
+    twin = "id: 01JDQ5S8Z6W3K1V9XQ2M4B7N2T\ntitle: {}\n"
+    kb = make_kb({"one.md": "# One\n\n1\n", "one.pnk.yaml": twin.format("One"),
+                  "two.md": "# Two\n\n2\n", "two.pnk.yaml": twin.format("Two")})
+    runner = CliRunner()
+    res = runner.invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert res.exit_code == 1 and "not indexed yet" in res.output  # before the first sync
+    kb.sync()
+    report = kb.doctor()
+    assert report["ok"] is False and report["errors"] == 1
+    assert report["duplicate_ids"] == [{"id": "01JDQ5S8Z6W3K1V9XQ2M4B7N2T", "paths": ["one.md", "two.md"]}]
+    res = runner.invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert res.exit_code == 1
+    assert "duplicate ids" in res.output and "one.md, two.md" in res.output
+    assert "Traceback" not in res.output
+    res = runner.invoke(cli, ["doctor", "--kb", str(kb.root), "--json"])
+    assert res.exit_code == 1 and json.loads(res.output)["errors"] == 1
