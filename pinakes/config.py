@@ -25,6 +25,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "template": "",
         "sidecars": "beside",
         "max_file_mb": 10.0,
+        # Where a root-absolute link (``/concepts/a.md``) and the path of a
+        # ``kb://name/path.md`` link start: "" is the KB folder; an adopted
+        # ClaudeKB uses "docs", the folder its site is built from.
+        "bundle_root": "",
+        # Pages (globs) whose body links are indexed and reported but never become
+        # graph edges or link priors: a change log mentions everything it touched.
+        "no_link_hub": [],
     },
     "embedding": {"model": DEFAULT_EMBEDDER, "batch_size": 32},
     "retrieval": {
@@ -43,12 +50,30 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "concept_weight": 0.5,
         "salience_prior": 0.0,
         "link_distance_rerank": 0.0,
+        # A curated catalog's out-links as a search prior: chunks of documents that an
+        # index page (globs in index_pages) links to gain index_prior x one rank-1 RRF term.
+        "index_prior": 0.0,
+        "index_pages": ["index.md"],
+        # How a graph channel's list combines with the hybrid: "rrf" fuses it as a
+        # third list (weighted by graph_weight); "final" makes it the ranking itself.
+        "graph_fusion": "rrf",
+        # The ppr channel (plugins/pinakes-ppr); see its module docstring.
+        "ppr_damping": 0.5,
+        "ppr_chunk_weight": 0.05,
+        "ppr_seed_weight": 1.0,
+        "ppr_seeds": 5,
+        "ppr_seed_kinds": "tag heading entity",
+        "ppr_seed_min_match": 0.5,
+        "ppr_root_weight": 1.0,
+        "ppr_tolerance": 1e-6,
+        "ppr_max_iterations": 50,
     },
     "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},
     "llm": {"backend": "", "model": ""},
 }
 
 TOKENIZERS = ("porter", "unicode61", "trigram")
+GRAPH_FUSIONS = ("rrf", "final")
 
 TEMPLATE = """\
 # Pinakes knowledge base. Every key is optional; the defaults are shown commented out.
@@ -68,6 +93,7 @@ name = "{name}"                # slug, unique in your fleet
 # k = 10
 # rrf_k = 60
 # graph_channel = "off"        # "off", "expand", "ppr" or any installed channel
+# graph_fusion = "rrf"         # "final": the graph channel's list is the ranking itself
 # adjacent_k = 8
 # abstain_below = 0.25
 # tokenizer = "porter"         # "unicode61" (no stemming) or "trigram" (CJK, substrings)
@@ -142,6 +168,8 @@ def load_config(root: Path) -> Config:
     tok = data["retrieval"]["tokenizer"]
     if tok not in TOKENIZERS:
         raise ConfigError(f"{path}: [retrieval] tokenizer must be one of {', '.join(TOKENIZERS)}")
+    if data["retrieval"]["graph_fusion"] not in GRAPH_FUSIONS:
+        raise ConfigError(f"{path}: [retrieval] graph_fusion must be one of {', '.join(GRAPH_FUSIONS)}")
     return Config(root=root, data=data)
 
 

@@ -56,6 +56,8 @@ def register_graph_channels(register):  # type: ignore[no-untyped-def]
     text and vector, the full cosine vector over all chunks, the fused top
     hits (the roots) and the retrieval config. An empty list is a valid answer
     (a sparse graph); fusion then uses only the lexical and dense lists.
+    With ``[retrieval] graph_fusion = "final"`` a non-empty list replaces the
+    fused ranking instead of joining it as a third list.
     """
 
 
@@ -77,7 +79,10 @@ def register_importers(register):  # type: ignore[no-untyped-def]
 
     Call ``register(importer)`` with an object that has a ``name`` and
     ``detect(path) -> bool``. Commands that adopt a folder (``pnk adopt``)
-    ask every importer and use the one that recognises it.
+    ask every importer and use the one that recognises it
+    (:func:`pinakes.plugins.importer_for`); ``pnk adopt`` then calls
+    ``importer.adopt(path, name=..., dry_run=...)``, which returns an object
+    with ``root`` (the adopted folder) and ``to_dict()``.
     """
 
 

@@ -168,6 +168,22 @@ def get_importers() -> dict[str, Any]:
     return _collect("register_importers", lambda i: i.name)
 
 
+def importer_for(path: Any) -> Any | None:
+    """The importer for the folder ``path``, or None when no installed importer knows it.
+
+    Plugins choose first (``importer_for_path``, first non-None wins); when
+    none does, each registered importer's ``detect(path)`` is asked in name order.
+    """
+    load_plugins()
+    chosen = pm.hook.importer_for_path(path=path)
+    if chosen is not None:
+        return chosen
+    for _name, importer in sorted(get_importers().items()):
+        if importer.detect(path):
+            return importer
+    return None
+
+
 def get_store_schemas() -> list[tuple[str, str, str]]:
     """Plugin store tables as ``(name, version, sql)``, sorted by name."""
     load_plugins()

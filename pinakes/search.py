@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .config import GRAPH_FUSIONS
 from .errors import QueryError
+from .fsutil import matches_any
+from .links import NO_HUB
 from .text import CJK_RE, fts_phrase, fts_query, query_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -178,6 +181,9 @@ def hybrid_search(
     if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
         raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
     roots_k = min(int(graph_roots or k), MAX_K)
+    fusion = str(cfg.get("graph_fusion", "rrf"))
+    if fusion not in GRAPH_FUSIONS:
+        raise QueryError(f"graph_fusion must be one of {', '.join(GRAPH_FUSIONS)} (got {fusion!r})")
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}
@@ -293,8 +299,11 @@ def hybrid_search(
                 for cid, sc in graph_hits
             }
             fused = _fuse(lists, channel_weights, rrf_k)
+            if fusion == "final" and graph_hits:
+                fused = _final_ranking(graph_hits, fused)
             timings["graph"] = (time.perf_counter() - t3) * 1000
-        if float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"]):
+        if float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"]) or \
+                float(cfg["index_prior"]):
             fused = _apply_priors(kb, conn, generation, fused[:n_cand], cfg, rrf_k)
 
         top_hits = fused[:k]
@@ -354,7 +363,8 @@ def _link_stats(kb: KB, conn: Any, generation: int) -> tuple[dict[int, float], d
     try:
         rows = conn.execute(
             "SELECT l.src_doc, d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
-            "WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND d.doc != l.src_doc"
+            "WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND d.doc != l.src_doc "
+            "AND l.provenance != ?", (NO_HUB,),  # a change log's mentions are not salience
         ).fetchall()
     except Exception:  # a store without a links table: no priors
         rows = []
@@ -368,14 +378,48 @@ def _link_stats(kb: KB, conn: Any, generation: int) -> tuple[dict[int, float], d
     return salience, adjacent
 
 
+def _catalogued(kb: KB, conn: Any, generation: int, pages: list[str]) -> set[int]:
+    """Documents that an index page (a path glob in ``pages``) links to, cached per generation.
+
+    Left out: the index pages themselves (a catalog is a way in, rarely the answer)
+    and ``[kb] no_link_hub`` pages such as a change log, which a catalog lists for
+    navigation and which are no more likely to answer a question for it.
+    """
+    cache = kb._idf_cache.setdefault("_index", {})
+    no_hub = [str(p) for p in kb.config.kb.get("no_link_hub") or []]
+    key = (generation, tuple(pages), tuple(no_hub))
+    if cache.get("key") == key:
+        return cache["docs"]
+    index_docs: list[int] = []
+    skip: list[int] = []
+    for doc, path in conn.execute("SELECT doc, path FROM documents"):
+        if pages and matches_any(path, pages):
+            index_docs.append(int(doc))
+        elif no_hub and matches_any(path, no_hub):
+            skip.append(int(doc))
+    found: set[int] = set()
+    for start in range(0, len(index_docs), 500):
+        part = index_docs[start:start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(int(r[0]) for r in conn.execute(
+            "SELECT DISTINCT d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
+            f"WHERE l.src_doc IN ({marks}) AND l.dst_ulid IS NOT NULL AND l.dst_kb = ''", part))
+    found.difference_update(index_docs, skip)
+    cache.update(key=key, docs=found)
+    return found
+
+
 def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, float]],
                   cfg: dict[str, Any], rrf_k: float) -> list[tuple[int, float]]:
-    """The two cheap priors of research §4A, off by default, for the eval matrix.
+    """The cheap priors of research §4A and §8, off by default, for the eval matrix.
 
     * in-degree salience: a document many others link to is a little more likely
       to be what is asked for; its chunks inherit the prior;
     * link-distance rerank: documents close (over authored links) to the top
-      hit's document are lifted, 1/(1 + distance), up to two hops.
+      hit's document are lifted, 1/(1 + distance), up to two hops;
+    * index prior: documents a curated catalog (``index_pages``, e.g. a ClaudeKB's
+      ``docs/index.md``) links to were picked by a person as entry points, so
+      they win near-ties against pages nobody catalogued (a log, a stray note).
 
     Each is scaled so that a weight of 1.0 equals one list's rank-1 RRF term.
     """
@@ -388,6 +432,8 @@ def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, flo
     unit = 1.0 / (rrf_k + 1.0)
     w_sal = float(cfg["salience_prior"])
     w_dist = float(cfg["link_distance_rerank"])
+    w_idx = float(cfg["index_prior"])
+    catalogued = _catalogued(kb, conn, generation, list(cfg["index_pages"])) if w_idx else set()
     distance: dict[int, int] = {}
     if w_dist:
         start = doc_of.get(fused[0][0])
@@ -408,8 +454,34 @@ def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, flo
         score += w_sal * unit * salience.get(doc, 0.0)
         if doc in distance:
             score += w_dist * unit / (1 + distance[doc])
+        if doc in catalogued:
+            score += w_idx * unit
         out.append((cid, score))
     return sorted(out, key=lambda kv: (-kv[1], kv[0]))
+
+
+def _final_ranking(graph_hits: Sequence[tuple[int, float]],
+                   fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``graph_fusion = "final"``: the channel's own list becomes the ranking.
+
+    A channel seeded from the hybrid (PPR) can rank better alone than as one
+    more RRF list: equal-weight RRF cost a prototype ~18 points of multi-hop
+    R@5 against PPR's own ranking (research/measurements.md). Scores are put
+    on the fused scale (the hybrid's top score times each hit's share of the
+    channel's top score) because priors and the confidence calibration read
+    fused scores; fused hits the channel left out follow in fused order, so a
+    short channel list never shortens the result. Per-list ranks stay reported.
+    """
+    top_fused = fused[0][1] if fused else 1.0
+    top_graph = max(float(sc) for _, sc in graph_hits)
+    if top_graph <= 0:
+        return fused
+    out = [(int(cid), top_fused * max(float(sc), 0.0) / top_graph) for cid, sc in graph_hits]
+    seen = {cid for cid, _ in out}
+    floor = out[-1][1]
+    out += [(cid, floor * sc / top_fused if top_fused > 0 else 0.0)
+            for cid, sc in fused if cid not in seen]
+    return out
 
 
 def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:

@@ -7,10 +7,10 @@ import sqlite3
 
 import numpy as np
 import pytest
-from pinakes_expand import expand
 
 from pinakes import hookimpl, plugins
 from pinakes.graph import GRAPH_SCHEMA, Edge, GraphIndex, GraphWriter, Node, doc_node
+from pinakes_expand import expand
 
 DOCS = {
     "notes/alpha.md": """

@@ -25,6 +25,7 @@ from posixpath import dirname
 
 from pinakes import hookimpl
 from pinakes.graph import DocView, Edge, Node, chunk_node, doc_node
+from pinakes.links import NO_HUB
 
 __version__ = "0.1.0"
 
@@ -77,12 +78,18 @@ def _nearest_ancestor(path: tuple[str, ...], sections: dict[tuple[str, ...], int
 
 
 def _authored(doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
-    """Document ↔ document edges from the links table (resolved links only)."""
+    """Document ↔ document edges from the links table (resolved links only).
+
+    Body links of a ``[kb] no_link_hub`` page (a change log) are skipped: that
+    page mentions everything it touched, and as edges it would join every
+    document to every other one through itself.
+    """
     try:
         rows = conn.execute(
             "SELECT DISTINCT d.doc, d.title FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
-            "WHERE l.src_doc = ? AND l.dst_ulid IS NOT NULL AND (l.dst_kb IS NULL OR l.dst_kb = '')",
-            (doc.key,),
+            "WHERE l.src_doc = ? AND l.dst_ulid IS NOT NULL AND (l.dst_kb IS NULL OR l.dst_kb = '')"
+            " AND l.provenance != ?",
+            (doc.key, NO_HUB),
         ).fetchall()
     except sqlite3.OperationalError:
         return  # no links table in this store
