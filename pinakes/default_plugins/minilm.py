@@ -114,6 +114,12 @@ def _session_options() -> onnxruntime.SessionOptions:
     All cores go to intra-op parallelism (one graph runs at a time, so
     inter-op threads would only contend); full graph optimisation fuses the
     attention blocks, which is most of the speed of the int8 model.
+
+    Worker threads do not spin-wait for the next operator: spinning threads
+    keep burning a core after each run, which on a 2-core machine stole it
+    from the rest of a search (lexical p50 22.8 -> 10.5 ms, search p50 61 ->
+    33 ms at 5k chunks) and did not make batch embedding faster (6.9 -> 7.9
+    chunks/s, with 20% less CPU); see docs/performance.md.
     """
     import onnxruntime
 
@@ -122,6 +128,10 @@ def _session_options() -> onnxruntime.SessionOptions:
     opts.inter_op_num_threads = 1
     opts.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # No busy-waiting between calls: a long-running `pnk serve` must not burn the
+    # cores it shares with everything else while it waits for the next query.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
 
 

@@ -1,0 +1,81 @@
+"""``pnk serve``: the MCP server, over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from . import cli
+
+DEFAULT_PORT = 8765
+
+
+@cli.command()
+@click.option("--kb", "kb_refs", multiple=True, metavar="NAME|PATH",
+              help="A knowledge base to serve: a folder or a fleet name (repeatable). "
+                   "Default: the KB enclosing the current folder.")
+@click.option("--all", "all_", is_flag=True, help="Serve every KB registered in the fleet.")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind with --http. Anything but loopback requires --token.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535),
+              help="Port to bind with --http.")
+@click.option("--token", envvar="PINAKES_MCP_TOKEN", metavar="T",
+              help="With --http, require `Authorization: Bearer T` on every request "
+                   "(env: PINAKES_MCP_TOKEN, which keeps it out of the process list).")
+@click.pass_context
+def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, host: str,
+          port: int, token: str | None) -> None:
+    """Serve knowledge bases to AI agents over MCP (read-only).
+
+    \b
+    Tools: pinakes_search, pinakes_links, pinakes_read, pinakes_kbs.
+    Claude Code:  claude mcp add pinakes -- pnk serve --kb /path/to/kb
+    HTTP:         pnk serve --http --port 8765 --token "$SECRET"
+
+    A `pnk sync` while the server runs is picked up on the next call; no
+    restart is needed. Logs go to stderr; stdout belongs to the protocol.
+    """
+    from ..fleet import ALL, open_kbs
+    from ..mcp_server import PinakesServer, is_loopback, run_http, run_stdio
+
+    source = ctx.get_parameter_source
+    if not http:
+        given = [f"--{name}" for name in ("host", "port", "token")
+                 if source(name) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only used with --http")
+    if all_ and kb_refs:
+        raise click.UsageError("use either --kb or --all, not both")
+    if http and not token and not is_loopback(host):
+        raise click.UsageError(
+            f"--host {host} exposes your knowledge bases beyond this machine: "
+            "also pass --token (or set PINAKES_MCP_TOKEN)"
+        )
+    refs: list[str] | None
+    if all_:
+        refs = [ALL]
+    elif kb_refs:
+        refs = list(kb_refs)
+    else:
+        env = os.environ.get("PINAKES_KB")
+        refs = [env] if env else None
+    kbs = open_kbs(refs)
+    server = PinakesServer(kbs)
+    for kb in kbs:
+        if not (kb.config.state_dir / "index.db").exists():
+            click.echo(f"pnk serve: warning: {kb.name} is not indexed yet; run `pnk sync --kb {kb.root}`"
+                       " (the server picks it up without a restart)", err=True)
+    names = ", ".join(sorted(server.kbs))
+    if http:
+        auth = "bearer token required" if token else "no token"
+        click.echo(f"pnk serve: serving {names} at http://{_url_host(host)}:{port}/mcp ({auth})", err=True)
+        run_http(server, host, port, token)
+    else:
+        click.echo(f"pnk serve: serving {names} over stdio", err=True)
+        run_stdio(server)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
