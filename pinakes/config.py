@@ -33,20 +33,30 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # graph edges or link priors: a change log mentions everything it touched.
         "no_link_hub": [],
     },
-    "embedding": {"model": DEFAULT_EMBEDDER, "batch_size": 32},
+    # batch_size 8, not 32: with dynamic padding, smaller batches of length-sorted
+    # chunks embed faster on 2 cores (10-12 vs 8.5-9 chunks/s) at about half the
+    # peak memory (358 vs 650 MB), with identical vectors (docs/performance.md).
+    "embedding": {"model": DEFAULT_EMBEDDER, "batch_size": 8},
     "retrieval": {
         "k": 10,
         "rrf_k": 60,
         "graph_channel": "off",
         "adjacent_k": 8,
         "abstain_below": 0.25,
+        # Confidence calibration: "" = golden/calibration.json if present, else the one shipped
+        # for the embedder; a path (relative to the KB); or "none" (confidence stays unknown).
+        "calibration": "",
         "candidates": 100,
         "tokenizer": "porter",
         "lexical_weight": 1.0,
-        "dense_weight": 1.0,
+        "dense_weight": 0.5,  # measured: pnk eval on 2wiki and the example KB (docs/benchmarks.md)
         "graph_weight": 1.0,
         "dense_floor": 0.15,
         "dense_temperature": 0.1,
+        # Weigh lexical hits by the share of the query's IDF mass they hold: "hit" (each its
+        # own), "list" (the list's best: keeps BM25's order) or "off" (plain RRF).
+        "lexical_coverage": "hit",
+        "lexical_coverage_power": 1.0,
         "concept_weight": 0.5,
         "salience_prior": 0.0,
         "link_distance_rerank": 0.0,

@@ -340,8 +340,10 @@ class Store:
         ids = np.empty(n, dtype=np.int64)
         matrix = np.empty((n, dim), dtype="<f4")
         buf = memoryview(matrix).cast("B")
+        cur = self.conn.cursor()
+        cur.row_factory = None  # plain tuples: no Row object per vector
         i = 0
-        for cid, blob in self.conn.execute(
+        for cid, blob in cur.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ):
             if len(blob) != width:

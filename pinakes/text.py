@@ -49,7 +49,10 @@ def query_terms(query: str, keep_stopwords: bool = False) -> list[str]:
             # Overlapping character bigrams: the usual way to search unsegmented text.
             raw.extend(t[i : i + 2] for i in range(max(1, len(t) - 1)))
         else:
-            raw.append(t.lower().replace("’", "'"))
+            term = t.lower().replace("’", "'")
+            # A possessive is its noun: "Lothair II's" must find "Lothair II". Kept, "ii's"
+            # became the FTS phrase "ii s", which a text without the possessive never matches.
+            raw.append(term[:-2] if term.endswith("'s") and len(term) > 2 else term)
     seen: dict[str, None] = {}
     for t in raw:
         seen.setdefault(t, None)

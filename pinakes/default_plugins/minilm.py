@@ -131,7 +131,6 @@ def _session_options() -> onnxruntime.SessionOptions:
     # No busy-waiting between calls: a long-running `pnk serve` must not burn the
     # cores it shares with everything else while it waits for the next query.
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
 
 
@@ -164,32 +163,40 @@ class MiniLMEmbedder:
 
     # -- lazy loading -------------------------------------------------------
 
-    def _load_tokenizers(self) -> tuple[tokenizers.Tokenizer, tokenizers.Tokenizer]:
-        """Load the two tokenizer instances once.
+    def _load_tokenizer(self, counting: bool) -> tokenizers.Tokenizer:
+        """Load one of the two tokenizer instances, once.
 
         Two instances because truncation and padding are tokenizer state:
         ``embed`` needs truncation at the model window, while ``count_tokens``
         must report a long text's real length so the chunker can split it.
         The shipped tokenizer.json pads every input to a fixed 128 tokens and
         truncates at 128; both are switched off or widened here because fixed
-        padding wastes most of the compute on short chunks.
+        padding wastes most of the compute on short chunks. Each loads on its
+        own (~0.1 s apiece): a one-off query never needs the counting one.
         """
-        if self._tokenizer is not None and self._counter is not None:
-            return self._tokenizer, self._counter
+        attr = "_counter" if counting else "_tokenizer"
+        found = getattr(self, attr)
+        if found is not None:
+            return found
         with self._lock:
-            if self._tokenizer is None or self._counter is None:
+            if getattr(self, attr) is None:
                 from tokenizers import Tokenizer
 
                 path = _require_file(_locate_tokenizer(), TOKENIZER_PACKAGE, "tokenizer.json")
                 tok = Tokenizer.from_file(str(path))
-                tok.enable_truncation(max_length=self.max_tokens)
-                # Dynamic padding (to the longest in the batch), never fixed.
-                tok.enable_padding(pad_id=0, pad_token="[PAD]")
-                counter = Tokenizer.from_file(str(path))
-                counter.no_truncation()
-                counter.no_padding()
-                self._tokenizer, self._counter = tok, counter
-        return self._tokenizer, self._counter
+                if counting:
+                    tok.no_truncation()
+                    tok.no_padding()
+                else:
+                    tok.enable_truncation(max_length=self.max_tokens)
+                    # Dynamic padding (to the longest in the batch), never fixed.
+                    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+                setattr(self, attr, tok)
+        return getattr(self, attr)
+
+    def _load_tokenizers(self) -> tuple[tokenizers.Tokenizer, tokenizers.Tokenizer]:
+        """Both tokenizers: (truncating and padding for ``embed``, untruncated for counting)."""
+        return self._load_tokenizer(counting=False), self._load_tokenizer(counting=True)
 
     def _load_session(self) -> onnxruntime.InferenceSession:
         """Create the ONNX Runtime session once (the expensive part of start-up)."""
@@ -221,7 +228,7 @@ class MiniLMEmbedder:
         _check_texts(texts)
         if not texts:
             return []
-        _, counter = self._load_tokenizers()
+        counter = self._load_tokenizer(counting=True)
         return [len(enc.ids) for enc in counter.encode_batch(list(texts))]
 
     def embed(
@@ -245,13 +252,17 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        tok, counter = self._load_tokenizers()
+        tok = self._load_tokenizer(counting=False)
         session = self._load_session()
 
-        # Lengths from the counting tokenizer, capped at the window: the
-        # embedding tokenizer pads, so its lengths would all be equal.
-        lengths = [min(len(e.ids), self.max_tokens) for e in counter.encode_batch(list(texts))]
-        order = np.argsort(np.asarray(lengths), kind="stable")
+        if len(texts) == 1:
+            order = np.zeros(1, dtype=np.intp)  # a query: nothing to sort
+        else:
+            # Lengths from the counting tokenizer, capped at the window: the
+            # embedding tokenizer pads, so its lengths would all be equal.
+            counter = self._load_tokenizer(counting=True)
+            lengths = [min(len(e.ids), self.max_tokens) for e in counter.encode_batch(list(texts))]
+            order = np.argsort(np.asarray(lengths), kind="stable")
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             encodings = tok.encode_batch([texts[i] for i in idx])
