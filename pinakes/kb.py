@@ -229,8 +229,8 @@ class KB:
         reductions and one indexed lookup); see :mod:`pinakes.evaluation.calibration`.
         """
         model = self.calibration()
-        if model is None or not hits:
-            return None
+        if model is None or not hits or not model.applies_to(lists):
+            return None  # uncalibrated, or a search unlike those it was fitted on
         from .evaluation.calibration import extract_features
 
         return float(model.predict(extract_features(self, hits, lists, cosines)))

@@ -114,6 +114,7 @@ class _Lists:
     def __init__(self) -> None:
         self.ranked: dict[str, list[int]] = {}
         self.weight: dict[str, dict[int, float]] = {}
+        self.coverage: dict[int, float] = {}  # lexical hit -> share of the query's IDF mass it holds
 
 
 def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> dict[str, float]:
@@ -238,16 +239,17 @@ def hybrid_search(
             idf = _idf(kb, conn, generation, terms, total)
             mass = sum(idf.values()) or 1.0
             patterns = {t: term_pattern(t) for t in terms}
-            weights: dict[int, float] = {}
             for cid in lex_ids:
                 title, heading, body = texts.get(cid, ("", "", ""))
                 hay = f"{title}\n{heading}\n{body}"
                 covered = sum(idf[t] for t, p in patterns.items() if p.search(hay))
-                w = covered / mass
-                if ent_count.get(cid):
+                lists.coverage[cid] = covered / mass
+            weights = _lexical_weights(lists.coverage, lex_ids, str(cfg.get("lexical_coverage", "hit")),
+                                       float(cfg.get("lexical_coverage_power", 1.0)))
+            for cid, n in ent_count.items():
+                if cid in weights:
                     # The caller named this exact phrase: an explicit, strong signal.
-                    w = 1.0 + ent_count[cid]
-                weights[cid] = w
+                    weights[cid] = 1.0 + n
             lists.ranked["lexical"] = lex_ids
             lists.weight["lexical"] = weights
         timings["lexical"] = (time.perf_counter() - t1) * 1000
@@ -331,6 +333,24 @@ def hybrid_search(
     abstained = confidence is not None and confidence < abstain_below
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings)
+
+
+def _lexical_weights(coverage: dict[int, float], ids: list[int], mode: str, power: float
+                     ) -> dict[int, float]:
+    """How much each lexical hit's rank counts in fusion (``[retrieval] lexical_coverage``).
+
+    ``hit``: each hit by its own share of the query's IDF mass (raised to
+    ``power``): a hit holding only a stray common word counts little.
+    ``list``: every hit by the best share in the list, so BM25's own order is
+    kept and only a list of stray matches as a whole is discounted.
+    ``off``: plain RRF.
+    """
+    if mode == "off":
+        return dict.fromkeys(ids, 1.0)
+    if mode == "list":
+        best = max((coverage.get(c, 0.0) for c in ids), default=0.0) ** power
+        return dict.fromkeys(ids, best)
+    return {c: coverage.get(c, 0.0) ** power for c in ids}
 
 
 def _dense_weights(ids: np.ndarray, cos: np.ndarray, floor: float, temperature: float) -> dict[int, float]:

@@ -191,7 +191,8 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     # pinakes_search: kb omitted (one KB served), structured hits, text rendering
     res = await call("pinakes_search", {"query": "prism rings that bend lamp light into a beam"})
     found = ok(res)
-    assert found["kb"] == "lights" and found["confidence"] == "unknown"
+    # A probability from the calibration shipped for the default embedder (pnk eval).
+    assert found["kb"] == "lights" and isinstance(found["confidence"], float)
     assert found["abstained"] is False and found["truncated"] is False
     top = found["hits"][0]
     assert top["doc_id"] == LENSES_ID and top["path"] == "guide/lenses.md"

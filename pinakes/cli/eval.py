@@ -1,0 +1,262 @@
+"""``pnk eval``: golden sets and datasets through the channel matrix, gates and calibration."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..config import find_kb_root
+from ..errors import GoldenSetError, KBNotFound
+from ..fsutil import atomic_write
+from ..kb import KB
+from . import cli
+from .core import _Progress, echo_json, json_option, kb_option, open_kb
+
+
+@cli.command(name="eval")
+@click.option("--golden", "golden_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Golden set (YAML). Default: golden/questions.yaml in the KB.")
+@click.option("--dataset", "dataset_path", type=click.Path(file_okay=False, path_type=Path),
+              help="A corpus.jsonl + queries.jsonl folder (materialised once into a cached KB).")
+@kb_option
+@click.option("--matrix", metavar="SETTINGS",
+              help="Comma-separated settings side by side: off, bm25, dense, any graph channel "
+                   "(e.g. expand), with +salience, +distance, +rrf, +final or +key=value "
+                   "([retrieval] overrides). Default: the KB's graph_channel.")
+@click.option("--limit", type=click.IntRange(1), help="Evaluate a random sample of N questions.")
+@click.option("--seed", default=0, show_default=True, help="Seed of --limit's sample and the folds.")
+@click.option("--calibrate", is_flag=True,
+              help="Fit the confidence calibration and write it to the KB (golden/calibration.json).")
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(2),
+              help="Folds for the held-out calibration error.")
+@click.option("--calibration-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the calibration here instead of into the KB.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a self-contained HTML report (recall curves, reliability diagram).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for materialised datasets (default: $XDG_CACHE_HOME/pinakes/datasets).")
+@json_option
+def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
+             matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
+             calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
+             json_: bool) -> None:
+    """Measure retrieval: recall@k, MRR, abstention and latency per question class.
+
+    \b
+    pnk eval --golden golden/questions.yaml --kb my-kb
+    pnk eval --dataset ../bench/2wiki --matrix bm25,dense,off --json
+    pnk eval --kb my-kb --calibrate --report eval.html
+
+    Every setting runs through the same search users run; cost is €0.00
+    (the free path). Graph settings are judged by research §9's gates
+    against the `off` baseline.
+    """
+    from ..evaluation.calibration import (
+        calibration_path,
+        fit_from_outcomes,
+        shipped_prior,
+        write_target,
+    )
+    from ..evaluation.dataset import dataset_relevant, load_dataset, materialise
+    from ..evaluation.golden import load_golden, resolve_documents
+    from ..evaluation.report import render_html
+    from ..evaluation.runner import Setting, parse_matrix, run_eval
+
+    if golden_path and dataset_path:
+        raise click.UsageError("give --golden or --dataset, not both")
+    if dataset_path and kb_path:
+        raise click.UsageError("--dataset builds its own KB; --kb applies to --golden only")
+    interactive = sys.stderr.isatty() and not json_
+    source: dict[str, Any]
+    if dataset_path:
+        ds = load_dataset(dataset_path)
+        if interactive:
+            click.echo(f"Preparing {ds.name} ({len(ds.passages)} passages)...", err=True)
+        progress = _Progress(enabled=interactive)
+        try:
+            md = materialise(ds, cache_dir, progress=progress)
+        finally:
+            progress.close()
+        kb = md.kb
+        questions = ds.questions
+        relevant = dataset_relevant(md)
+        source = {"kind": "dataset", "name": ds.name, "path": str(ds.path), "kb": str(kb.root),
+                  "rematerialised": md.rematerialised}
+    else:
+        if golden_path is not None and not golden_path.is_file():
+            raise GoldenSetError(f"no golden set at {golden_path}")
+        kb = _golden_kb(kb_path, golden_path)
+        golden_file = golden_path or kb.root / "golden" / "questions.yaml"
+        if golden_path is None and not golden_file.is_file():
+            raise click.UsageError(f"no golden set at {golden_file}: pass --golden FILE or --dataset DIR")
+        gs = load_golden(golden_file)
+        questions = gs.questions
+        relevant = resolve_documents(kb, questions)
+        source = {"kind": "golden", "name": kb.name, "path": str(golden_file), "kb": str(kb.root)}
+    total = len(questions)
+    if limit and limit < total:
+        keep = set(random.Random(seed).sample(range(total), limit))
+        questions = [q for i, q in enumerate(questions) if i in keep]
+    source["questions"] = len(questions)
+    if len(questions) < total:
+        source["sampled_from"] = total
+
+    channels = kb.graph_channels()
+    default_name = str(kb.config.retrieval["graph_channel"] or "off")
+    settings = parse_matrix(matrix or default_name, channels)
+    calib_setting = next((s for s in settings if s.channel == (default_name if default_name in channels
+                                                                 else "off")
+                          and s.channels is None and not s.overrides), None)
+    if calibrate and calib_setting is None:
+        calib_setting = Setting(default_name if default_name in channels else "off",
+                                default_name if default_name in channels else "off")
+        settings.insert(0, calib_setting)
+
+    in_force = calibration_path(kb) if kb.calibration() is not None else None
+    bar: Any = None
+    shown = 0
+
+    def tick(done: int, n: int) -> None:
+        nonlocal bar, shown
+        if not interactive:
+            return
+        if bar is None:
+            bar = click.progressbar(length=n, label="Evaluating", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - shown)
+        shown = done
+
+    try:
+        run = run_eval(kb, questions, relevant, settings, source=source, progress=tick)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    run.confidence_source = str(in_force) if in_force else "unknown"
+
+    reliability = None
+    if calibrate and calib_setting is not None:
+        outcomes = run.run(calib_setting.name).outcomes
+        fit = fit_from_outcomes(outcomes, kb.config.embedder_id, k=run.k, folds=folds, seed=seed,
+                                source=f"{source['kind']} {_shown(source['path'], kb.root)} "
+                                f"({calib_setting.name})",
+                                prior=shipped_prior(kb.config.embedder_id),
+                                lists=("dense", "lexical") if calib_setting.channel == "off"
+                                else ("dense", "graph", "lexical"))
+        target = calibration_out or write_target(kb)
+        fit.calibration.save(target)
+        run.calibration, run.calibration_path = fit, str(target)
+        reliability = (fit.heldout.tolist(), fit.labels.tolist(),
+                       f"held-out ({fit.folds}-fold) calibrated confidence")
+    elif in_force:
+        base = next((r for r in run.runs if r.setting.is_baseline), run.runs[0])
+        if all(o.confidence is not None for o in base.outcomes):
+            reliability = ([float(o.confidence or 0.0) for o in base.outcomes],
+                           [1.0 if o.covered else 0.0 for o in base.outcomes],
+                           f"confidence in force ({base.setting.name})")
+    if report_path:
+        atomic_write(report_path, render_html(run, reliability))
+    if json_:
+        echo_json(run.to_dict())
+        return
+    _print_human(run)
+    if report_path:
+        click.echo(f"report: {report_path}")
+
+
+def _shown(path: str, root: Path) -> str:
+    """``path`` relative to the KB when inside it: a committed file names no machine paths."""
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
+def _golden_kb(kb_path: str | None, golden_path: Path | None) -> KB:
+    """``--kb``, else the KB enclosing the golden file, else the one enclosing the current folder."""
+    if kb_path or golden_path is None:
+        return open_kb(kb_path)
+    try:
+        return KB.open(find_kb_root(golden_path.expanduser().resolve().parent))
+    except KBNotFound:
+        return open_kb(None)
+
+
+def _pct(v: Any) -> str:
+    return "    –" if v is None else f"{100 * float(v):5.1f}"
+
+
+def _ms(v: Any) -> str:
+    return "    –" if v is None else f"{float(v):5.1f}"
+
+
+def _print_human(run: Any) -> None:
+    src = run.source
+    sampled = f" (sample of {src['sampled_from']})" if src.get("sampled_from") else ""
+    click.echo(click.style(f"{src['name']}", bold=True)
+               + f"  {src['kind']} {src['path']}  ·  {src['questions']} questions{sampled}  ·  "
+               f"k={run.k}  ·  {run.seconds:.1f}s  ·  confidence: {run.confidence_source}")
+    name_w = max(12, *(len(r.setting.name) for r in run.runs)) + 2
+    header = (f"{'':<{name_w}}{'n':>5} {'R@2':>5} {'R@5':>5} {'R@10':>5} {'allR5':>5} {'MRR':>5} "
+              f"{'abst':>5} {'fAbst':>5} {'abstP':>5} {'p50ms':>5} {'p95ms':>5}  €/query")
+    click.echo(click.style(header, dim=True))
+    groups: list[tuple[str, Any]] = [(c, ("class", c)) for c in ("simple", "multi-hop", "unanswerable")]
+    groups.append(("all", ("all", None)))
+    types = sorted({t for r in run.runs for t in r.metrics.get("by_question_type", {})})
+    groups += [(f"type {t}", ("type", t)) for t in types]
+    for label, (kind, key) in groups:
+        rows = []
+        for r in run.runs:
+            m = (r.metrics["all"] if kind == "all" else
+                 r.metrics["by_class"].get(key) if kind == "class" else
+                 r.metrics["by_question_type"].get(key))
+            if m:
+                rows.append(
+                    f"  {r.setting.name:<{name_w - 2}}{m['n']:>5} {_pct(m['recall@2'])} "
+                    f"{_pct(m['recall@5'])} {_pct(m['recall@10'])} {_pct(m['all_recall@5'])} "
+                    f"{_pct(m['mrr'])} {_pct(m['abstain_rate'])} {_pct(m['false_abstain_rate'])} "
+                    f"{_pct(m['abstain_precision'])} "
+                    f"{_ms(m['latency_ms_p50'])} {_ms(m['latency_ms_p95'])}  "
+                    f"€{m['cost_eur_per_query']:.2f}"
+                )
+        if rows:
+            click.echo(click.style(label, bold=True))
+            for row in rows:
+                click.echo(row)
+    e = run.embed_ms
+    if e.get("p50") is not None:
+        click.echo(click.style(f"query embedding (excluded from latency above): p50 {e['p50']:.1f} ms, "
+                               f"p95 {e['p95']:.1f} ms", dim=True))
+    reach = run.reach
+    if reach is not None:
+        if reach.available:
+            click.echo(
+                f"multi-hop reach from the fused seeds: ceiling {_pct(reach.ceiling).strip()}% "
+                f"(all evidence {_pct(reach.ceiling_all).strip()}%); of the evidence the seeds miss, "
+                f"{_pct(reach.reachable_share).strip()}% channel-reachable, "
+                f"{_pct(reach.membership_only_share).strip()}% membership-only, "
+                f"{_pct(reach.beyond_2hop_share).strip()}% beyond 2 hops"
+            )
+            for note in reach.notes:
+                click.echo(f"  note: {note}")
+        else:
+            click.echo(f"multi-hop channel-reachable ceiling: {reach.reason}")
+    for g in run.gates:
+        color = {"pass": "green", "fail": "red"}.get(g.verdict, None)
+        click.echo(f"gate {g.gate}: " + click.style(g.verdict, fg=color, bold=True) + f" — {g.summary}")
+        for note in g.notes:
+            click.echo(f"  note: {note}")
+    if run.calibration is not None:
+        fit = run.calibration
+        before = "–" if fit.ece_before is None else f"{fit.ece_before:.3f}"
+        click.echo(
+            f"calibration: {len(fit.labels)} questions ({int(fit.labels.sum())} with the evidence in "
+            f"the top {run.k}); held-out ECE {before} -> {fit.ece_after:.3f} ({fit.folds} folds; "
+            f"before = {fit.before_label}); written to {run.calibration_path}"
+        )
+        if fit.in_force_ece is not None:
+            click.echo(f"  (the calibration in force during the run: ECE {fit.in_force_ece:.3f}, "
+                       "in-sample if it was fitted on these questions)")
