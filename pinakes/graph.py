@@ -189,13 +189,21 @@ class GraphWriter:
 
     def _drop_stale_chunk_nodes(self) -> None:
         # Chunk ids of a re-synced document are new; its old chunk nodes are stale.
-        stale = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT n.id FROM nodes n WHERE n.kind = 'chunk' AND NOT EXISTS "
-                "(SELECT 1 FROM chunks c WHERE c.id = CAST(n.key AS INTEGER))"
+        # Every such node lost its membership edge (owned by its document) just now,
+        # so only the nodes touched by this sync need checking, not every chunk node.
+        touched = sorted(self.touched)
+        stale: list[int] = []
+        for start in range(0, len(touched), 500):
+            part = touched[start : start + 500]
+            marks = ",".join("?" * len(part))
+            stale.extend(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND n.kind = 'chunk' "
+                    "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = CAST(n.key AS INTEGER))",
+                    part,
+                )
             )
-        ]
         for nid in stale:
             self._delete_where("src = ? OR dst = ?", (nid, nid))
             self.conn.execute("DELETE FROM nodes WHERE id = ?", (nid,))
@@ -238,8 +246,9 @@ def run_derivers(conn: sqlite3.Connection, derivers: dict[str, Any], changed: Se
     """Re-derive edges for changed documents with every installed deriver.
 
     A deriver may define ``wants_full(changes, conn) -> bool`` to ask for a
-    re-derivation of every document (e.g. when a title it matches on changed).
-    Returns the number of edges written.
+    re-derivation of every document, or the narrower ``affected(changes, conn)``
+    to name the other documents a change invalidates (e.g. those whose text
+    names a title that changed). Returns the number of edges written.
     """
     if not derivers:
         return 0
@@ -253,10 +262,21 @@ def run_derivers(conn: sqlite3.Connection, derivers: dict[str, Any], changed: Se
     writer = GraphWriter(conn)
     if full:
         all_keys = [r[0] for r in conn.execute("SELECT doc FROM documents ORDER BY doc")]
-        writer.forget_docs(all_keys, removed)
         changes = Changes(load_doc_views(conn, all_keys), list(removed))
-    else:
-        writer.forget_docs([d.key for d in changes.docs], removed)
+    # ``affected(changes, conn) -> Iterable[doc key]``: other documents whose edges this
+    # change invalidates (their text names a title that was added, changed or removed).
+    # Asked before anything is forgotten; they are re-derived by every deriver, like a
+    # changed document, so a new title costs the documents naming it, not a full pass.
+    extra: set[int] = set()
+    for _name, deriver in sorted(derivers.items()):
+        affected = getattr(deriver, "affected", None)
+        if affected is not None:
+            extra.update(int(k) for k in affected(changes, conn))
+    extra.difference_update(d.key for d in changes.docs)
+    extra.difference_update(removed)
+    if extra:
+        changes = Changes(changes.docs + load_doc_views(conn, sorted(extra)), list(removed))
+    writer.forget_docs([d.key for d in changes.docs], removed)
     written = 0
     for name, deriver in sorted(derivers.items()):
         begin = getattr(deriver, "begin", None)
