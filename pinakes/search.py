@@ -127,11 +127,11 @@ def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> di
     for t in terms:
         df = cache.get(t)
         if df is None:
-            row = conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                (_fts_terms([t], kb),),
-            ).fetchone()
-            df = int(row[0])
+            match = _fts_terms([t], kb)
+            # A term the tokenizer cannot match (trigram: under 3 characters) has no df.
+            df = int(conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+            ).fetchone()[0]) if match else 0
             cache[t] = df
         out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
     return out
@@ -205,7 +205,7 @@ def hybrid_search(
 
         # 1. Lexical.
         t1 = time.perf_counter()
-        terms = query_terms(query)
+        terms = query_terms(query, cjk_bigrams=cfg["tokenizer"] != "trigram")
         texts: dict[int, tuple[str, str, str]] = {}
         if terms and "lexical" in fuse_lists:
             match = _fts_terms(terms, kb)

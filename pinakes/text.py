@@ -37,15 +37,16 @@ def segment_cjk(text: str) -> str:
     return CJK_RE.sub(lambda m: f" {m.group(0)} ", text)
 
 
-def query_terms(query: str, keep_stopwords: bool = False) -> list[str]:
+def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = True) -> list[str]:
     """The distinct search terms of a query, lower-cased, in order.
 
-    A CJK run becomes its character bigrams (each searched as a phrase). Stop
-    words are dropped unless the query has nothing else.
+    A CJK run becomes its character bigrams (each searched as a phrase), or stays
+    whole with ``cjk_bigrams=False`` (the trigram tokenizer matches substrings).
+    Stop words are dropped unless the query has nothing else.
     """
     raw: list[str] = []
     for t in _TERM_RE.findall(query):
-        if CJK_RE.match(t):
+        if CJK_RE.match(t) and cjk_bigrams:
             # Overlapping character bigrams: the usual way to search unsegmented text.
             raw.extend(t[i : i + 2] for i in range(max(1, len(t) - 1)))
         else:

@@ -154,3 +154,19 @@ def test_installed_pnk_runs_as_a_subprocess(kb) -> None:
     assert bad.returncode == 1
     assert "Traceback" not in bad.stderr
     assert "no such folder" in bad.stderr
+
+
+@pytest.mark.parametrize("tokenizer", ["porter", "trigram"])
+def test_cjk_text_is_searchable_lexically(make_kb, tokenizer: str) -> None:
+    kb = make_kb(
+        {
+            "tokyo.md": "# 東京タワー\n\n東京タワーは東京都港区にある電波塔です。\n",
+            "kyoto.md": "# 京都の寺\n\n京都には多くの古い寺があります。\n",
+            "bread.md": "# Bread\n\nKnead the dough and let it rise overnight.\n",
+        },
+        config=f'\n[retrieval]\ntokenizer = "{tokenizer}"\n',
+    )
+    kb.sync()
+    hit = kb.search("東京都港区", k=3).hits[0]
+    assert hit.path == "tokyo.md" and hit.ranks["lexical"] == 1
+    assert kb.search("古い寺", k=3).hits[0].path == "kyoto.md"
