@@ -384,7 +384,9 @@ class GraphIndex:
         m = len(erows)
         edge_kinds: list[str] = sorted({r[3] for r in erows})
         ecode = {k: i for i, k in enumerate(edge_kinds)}
-        eid = np.fromiter((r[0] for r in erows), dtype=np.int64, count=m)
+        # Edge ids are dense positions 0..m-1 (not rowids), so a channel can keep its
+        # visited-edge set as one boolean array.
+        eid = np.arange(m, dtype=np.int64)
         src = np.searchsorted(node_ids, np.fromiter((r[1] for r in erows), dtype=np.int64, count=m))
         dst = np.searchsorted(node_ids, np.fromiter((r[2] for r in erows), dtype=np.int64, count=m))
         w = np.fromiter((r[4] for r in erows), dtype=np.float64, count=m)

@@ -86,7 +86,7 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     # chunk reached through a popular tag counts for little.
     strength: dict[int, float] = {n: 1.0 for n in roots_set}
     up_from_own: set[int] = set()
-    visited: set[int] = set()
+    visited = np.zeros(graph.n_edges, dtype=bool)
     level = sorted(roots_set)
     depth = 0
     while level and depth <= MAX_DEPTH:
@@ -96,9 +96,14 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
             same: list[int] = []
             for node in todo:
                 node_hub = bool(hub[node])
+                last = depth == MAX_DEPTH
+                if last and graph.kind_code[node] != doc_code:
+                    # At the last depth only free hops remain, and the only free hop
+                    # that reaches new chunks is a document's membership edges.
+                    continue
                 for j in _fan_out(graph, node, node_cos, fan_out, visited,
-                                  node in up_from_own, member, chunk_code):
-                    visited.add(int(graph.edge_id[j]))
+                                  node in up_from_own, member, chunk_code, only_membership=last):
+                    visited[graph.edge_id[j]] = True
                     other = int(graph.nbr[j])
                     via = strength[node] * min(1.0, float(graph.weight[j]))
                     if other in depth_of:
@@ -130,8 +135,9 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     return scored
 
 
-def _fan_out(graph: GraphIndex, node: int, node_cos: np.ndarray, k: int, visited: set[int],
-             entered_from_own_chunk: bool, member: int, chunk_code: int) -> list[int]:
+def _fan_out(graph: GraphIndex, node: int, node_cos: np.ndarray, k: int, visited: np.ndarray,
+             entered_from_own_chunk: bool, member: int, chunk_code: int,
+             only_membership: bool = False) -> list[int]:
     """Half-edge positions to follow from ``node``: at most ``k``.
 
     Chunk neighbours are ranked by cosine to the query, others by (hub-damped)
@@ -142,8 +148,9 @@ def _fan_out(graph: GraphIndex, node: int, node_cos: np.ndarray, k: int, visited
     if sl.stop == sl.start:
         return []
     js = np.arange(sl.start, sl.stop)
-    fresh = np.fromiter((int(e) not in visited for e in graph.edge_id[js]), dtype=bool, count=len(js))
-    js = js[fresh]
+    js = js[~visited[graph.edge_id[js]]]
+    if only_membership:
+        js = js[graph.edge_kind[js] == member]
     if entered_from_own_chunk:
         # Never walk back down into a root's own document (and spend no budget on it).
         js = js[graph.edge_kind[js] != member]
