@@ -296,13 +296,6 @@ def hybrid_search(
             # Evidence weighting again: a chunk the channel scores far below its best
             # (a weak hub spoke next to an authored link) counts for less.
             top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
-            if getattr(graph, "scores_are_cosines", False) and len(cosines):
-                # A channel scoring in cosine units is measured against the seeds' best
-                # cosine: a neighbour must look as relevant as the roots to count fully.
-                root_rows = dense.row_of(np.asarray(ctx.roots, dtype=np.int64))
-                root_rows = root_rows[root_rows < len(cosines)]
-                if len(root_rows):
-                    top_score = max(top_score, float(cosines[root_rows].max()))
             lists.weight["graph"] = {
                 int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
                 for cid, sc in graph_hits

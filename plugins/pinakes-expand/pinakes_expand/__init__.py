@@ -36,9 +36,6 @@ class ExpandChannel:
     """See the module docstring."""
 
     name = "expand"
-    #: Scores are cosines discounted by path strength and depth: fusion weighs them
-    #: against the roots' best cosine.
-    scores_are_cosines = True
 
     def search(self, ctx: Any) -> list[tuple[int, float]]:
         graph = ctx.kb.graph_index(ctx.store)
