@@ -65,16 +65,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "index_prior": 0.0,
         "index_pages": ["index.md"],
         # How a graph channel's list combines with the hybrid: "rrf" fuses it as a
-        # third list (weighted by graph_weight); "final" makes it the ranking itself.
-        "graph_fusion": "rrf",
-        # The ppr channel (plugins/pinakes-ppr); see its module docstring.
+        # third list (weighted by graph_weight); "final" makes it the ranking itself;
+        # "auto" asks the channel (its `fusion` attribute; rrf when it has none).
+        "graph_fusion": "auto",
+        # The ppr channel (plugins/pinakes-ppr); values measured in docs/benchmarks.md.
         "ppr_damping": 0.5,
-        "ppr_chunk_weight": 0.05,
+        "ppr_chunk_weight": 0.005,
         "ppr_seed_weight": 1.0,
         "ppr_seeds": 5,
         "ppr_seed_kinds": "tag heading entity",
-        "ppr_seed_min_match": 0.5,
-        "ppr_root_weight": 1.0,
+        "ppr_seed_partial": 0.0,
+        "ppr_root_weight": 0.005,
+        "ppr_require_seeds": True,
         "ppr_tolerance": 1e-6,
         "ppr_max_iterations": 50,
     },
@@ -83,7 +85,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 TOKENIZERS = ("porter", "unicode61", "trigram")
-GRAPH_FUSIONS = ("rrf", "final")
+GRAPH_FUSIONS = ("auto", "rrf", "final")
 
 TEMPLATE = """\
 # Pinakes knowledge base. Every key is optional; the defaults are shown commented out.
@@ -103,7 +105,7 @@ name = "{name}"                # slug, unique in your fleet
 # k = 10
 # rrf_k = 60
 # graph_channel = "off"        # "off", "expand", "ppr" or any installed channel
-# graph_fusion = "rrf"         # "final": the graph channel's list is the ranking itself
+# graph_fusion = "auto"        # "rrf" (a third fused list), "final" (the channel ranks), "auto"
 # adjacent_k = 8
 # abstain_below = 0.25
 # tokenizer = "porter"         # "unicode61" (no stemming) or "trigram" (CJK, substrings)

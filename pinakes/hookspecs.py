@@ -57,7 +57,9 @@ def register_graph_channels(register):  # type: ignore[no-untyped-def]
     hits (the roots) and the retrieval config. An empty list is a valid answer
     (a sparse graph); fusion then uses only the lexical and dense lists.
     With ``[retrieval] graph_fusion = "final"`` a non-empty list replaces the
-    fused ranking instead of joining it as a third list.
+    fused ranking instead of joining it as a third list; with ``"auto"`` (the
+    default) the channel's optional ``fusion`` attribute (``"rrf"`` or
+    ``"final"``) decides, and a channel without one is fused by RRF.
     """
 
 

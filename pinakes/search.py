@@ -182,9 +182,12 @@ def hybrid_search(
     if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
         raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
     roots_k = min(int(graph_roots or k), MAX_K)
-    fusion = str(cfg.get("graph_fusion", "rrf"))
+    fusion = str(cfg.get("graph_fusion", "auto"))
     if fusion not in GRAPH_FUSIONS:
         raise QueryError(f"graph_fusion must be one of {', '.join(GRAPH_FUSIONS)} (got {fusion!r})")
+    if fusion == "auto":
+        # The channel knows which combination its numbers favour (ppr: final).
+        fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}

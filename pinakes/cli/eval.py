@@ -39,11 +39,14 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
               help="Write a self-contained HTML report (recall curves, reliability diagram).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for materialised datasets (default: $XDG_CACHE_HOME/pinakes/datasets).")
+@click.option("--graph", "graph", multiple=True, metavar="DERIVER",
+              help="With --dataset: switch on an edge deriver in its KB ([graph] DERIVER = true), "
+                   "e.g. mentions or ner; repeatable. (A --golden KB uses its own pinakes.toml.)")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
-             json_: bool) -> None:
+             graph: tuple[str, ...], json_: bool) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
@@ -70,6 +73,9 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         raise click.UsageError("give --golden or --dataset, not both")
     if dataset_path and kb_path:
         raise click.UsageError("--dataset builds its own KB; --kb applies to --golden only")
+    if graph and not dataset_path:
+        raise click.UsageError("--graph applies to --dataset only; for your own KB set "
+                               "[graph] DERIVER = true in its pinakes.toml")
     interactive = sys.stderr.isatty() and not json_
     source: dict[str, Any]
     if dataset_path:
@@ -78,14 +84,14 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
             click.echo(f"Preparing {ds.name} ({len(ds.passages)} passages)...", err=True)
         progress = _Progress(enabled=interactive)
         try:
-            md = materialise(ds, cache_dir, progress=progress)
+            md = materialise(ds, cache_dir, progress=progress, graph=graph)
         finally:
             progress.close()
         kb = md.kb
         questions = ds.questions
         relevant = dataset_relevant(md)
         source = {"kind": "dataset", "name": ds.name, "path": str(ds.path), "kb": str(kb.root),
-                  "rematerialised": md.rematerialised}
+                  "rematerialised": md.rematerialised, "graph": sorted(kb.edge_derivers())}
     else:
         if golden_path is not None and not golden_path.is_file():
             raise GoldenSetError(f"no golden set at {golden_path}")

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,8 +213,14 @@ def materialise(
     *,
     embedder: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
+    graph: Sequence[str] = (),
 ) -> MaterialisedDataset:
-    """The dataset's KB, materialised if new or changed, then synced (a no-op when unchanged)."""
+    """The dataset's KB, materialised if new or changed, then synced (a no-op when unchanged).
+
+    ``graph`` names edge derivers to switch on in it (``[graph] NAME = true``, e.g.
+    ``mentions``): changing the set rewrites only ``pinakes.toml``, and the sync then
+    rebuilds the graph without re-embedding (vectors come from the cache).
+    """
     kb_dir = cache_dir_for(dataset.path, dataset.name, cache_root)
     corpus = dataset.path / "corpus.jsonl"
     stamp_file = kb_dir / STAMP_NAME
@@ -237,7 +243,8 @@ def materialise(
     paths = passage_paths(dataset.passages)
     if not fresh:
         digest = _sha256(corpus)
-        _write_kb(dataset, kb_dir, paths)
+        _write_kb(dataset, kb_dir, paths, graph)
+    _write_if_changed(kb_dir / CONFIG_NAME, dataset_config(dataset, graph))
     if not fresh or (stamp.get("size"), stamp.get("mtime_ns")) != (size, mtime):
         info = {
             "version": MATERIALISE_VERSION, "dataset": str(dataset.path.resolve()),
@@ -251,7 +258,20 @@ def materialise(
     return MaterialisedDataset(dataset, kb, paths, not fresh, report)
 
 
-def _write_kb(dataset: Dataset, kb_dir: Path, paths: dict[str, str]) -> None:
+def dataset_config(dataset: Dataset, graph: Sequence[str] = ()) -> str:
+    """The ``pinakes.toml`` of a dataset's KB, with the requested derivers switched on."""
+    config = (
+        "# A dataset materialised by `pnk eval --dataset`: derived, disposable, rebuilt when\n"
+        f"# {dataset.path.resolve() / 'corpus.jsonl'} changes.\n"
+        f'[kb]\nname = "{dataset.name}"\ninclude = ["{PASSAGE_DIR}/**/*.md"]\n'
+    )
+    if graph:
+        config += "\n[graph]\n" + "".join(f"{name} = true\n" for name in sorted(set(graph)))
+    return config
+
+
+def _write_kb(dataset: Dataset, kb_dir: Path, paths: dict[str, str],
+              graph: Sequence[str] = ()) -> None:
     """Write pinakes.toml, one document and one sidecar per passage; delete stale ones.
 
     Files whose content is already right are left untouched (so sync skips
@@ -259,11 +279,7 @@ def _write_kb(dataset: Dataset, kb_dir: Path, paths: dict[str, str]) -> None:
     no fsync per file (6,000 fsyncs would cost more than the rest).
     """
     kb_dir.mkdir(parents=True, exist_ok=True)
-    config = (
-        "# A dataset materialised by `pnk eval --dataset`: derived, disposable, rebuilt when\n"
-        f"# {dataset.path.resolve() / 'corpus.jsonl'} changes.\n"
-        f'[kb]\nname = "{dataset.name}"\ninclude = ["{PASSAGE_DIR}/**/*.md"]\n'
-    )
+    config = dataset_config(dataset, graph)
     cfg = kb_dir / CONFIG_NAME
     if not cfg.is_file() or cfg.read_text(encoding="utf-8") != config:
         atomic_write(cfg, config)

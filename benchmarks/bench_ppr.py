@@ -1,0 +1,269 @@
+#!/usr/bin/env python
+"""The PPR channel's cost: one command, a printed table and ``benchmarks/results/ppr.json``.
+
+    .venv/bin/python benchmarks/bench_ppr.py            # 10k and 50k chunks (~2-4 min)
+    .venv/bin/python benchmarks/bench_ppr.py --quick    # 10k chunks only
+
+For each graph size and shape, and for each matvec backend (``scipy``: a CSR
+product; ``numpy``: a gather plus ``np.bincount`` scatter), it reports:
+
+* the graph: nodes and edges (structural edges from the real structural
+  deriver over synthetic documents shaped like ``corpus.py``'s; optionally
+  title-mention ``mentions`` edges shaped like the mentions plugin's);
+* the operator: build time and bytes held; the seed label index's build time;
+* one matvec (and the ``np.add.at`` variant, for the record);
+* the whole channel per query (seed matching, reset vector, power iteration to
+  tolerance 1e-6, top-100 selection): p50 / p95 ms and iterations to converge.
+
+Documents are synthetic but shaped like the benchmark corpus: 5 chunks each
+(an H1 intro then H2/H3 sections with headings from the example KB), two
+tags from the example KB's vocabulary, 20 folders, and one authored link per
+document on average. The ``mentions`` shape adds one entity per document
+(its title), mentioned by every chunk of that document and by about two
+chunks elsewhere (Zipf popularity), with the mentions plugin's hub cap
+(max(12, 0.2% of documents)) and count/mentions-in-chunk weights. Query
+cosines are drawn like MiniLM's (mostly 0-0.3, a few high); each query names
+two labels of the graph so that seed matching does real work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+
+from pinakes.graph import (  # noqa: E402
+    GRAPH_SCHEMA,
+    ChunkView,
+    DocView,
+    Edge,
+    GraphIndex,
+    GraphWriter,
+    Node,
+    chunk_node,
+    doc_node,
+)
+
+CHUNKS_PER_DOC = 5
+TOLERANCE = 1e-6
+TARGET_MS = 30.0
+
+
+def build_graph(n_docs: int, mentions: bool, seed: int = 0) -> tuple[GraphIndex, sqlite3.Connection,
+                                                                       dict[str, float]]:
+    """A graph store of ``n_docs`` synthetic documents, loaded as a :class:`GraphIndex`."""
+    from pinakes_structural import StructuralDeriver
+
+    rng = random.Random(seed)
+    pool = corpus.pool()
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(GRAPH_SCHEMA)
+    writer = GraphWriter(conn)
+    deriver = StructuralDeriver()
+    t0 = time.perf_counter()
+    titles = []
+    chunk_id = 0
+    docs: list[DocView] = []
+    for i in range(n_docs):
+        title = f"{rng.choice(pool.titles)} {rng.choice(pool.headings)} {i}"
+        titles.append(title)
+        doc = DocView(i + 1, f"D{i:025d}", f"topic-{i % corpus.FOLDERS:02d}/note-{i:05d}.md",
+                      title, sorted(rng.sample(pool.words, 2)), {})
+        h2 = rng.choice(pool.headings)
+        path: tuple[str, ...] = (title,)
+        for k in range(CHUNKS_PER_DOC):
+            if k:
+                if k > 1 and rng.random() < 0.3:
+                    path = (title, h2, rng.choice(pool.headings))
+                else:
+                    h2 = rng.choice(pool.headings)
+                    path = (title, h2)
+            chunk_id += 1
+            doc.chunks.append(ChunkView(chunk_id, k, path, ""))
+        docs.append(doc)
+    for doc in docs:
+        writer.add(deriver.derive(doc, conn), "structural", doc.key)
+        other = rng.randrange(n_docs) + 1
+        if other != doc.key and rng.random() < 0.7:
+            writer.add([Edge(doc.node, doc_node(other), "authored", 2.0)], "structural", doc.key)
+    if mentions:
+        cap = max(12, int(0.002 * n_docs))
+        popularity = np.random.default_rng(seed).zipf(1.6, size=n_docs * CHUNKS_PER_DOC * 8)
+        named: dict[int, list[int]] = {}  # chunk -> entity (doc index) it names
+        for doc in docs:
+            for c in doc.chunks:
+                named.setdefault(c.id, []).append(doc.key - 1)
+        j = 0
+        for doc in docs:
+            for c in doc.chunks:
+                for _ in range(int(rng.random() * 8)):  # ~3.5 others per chunk on average
+                    named[c.id].append(int((popularity[j] * 7919 + doc.key) % n_docs))
+                    j += 1
+        df: dict[int, int] = {}
+        for _cid, ents in named.items():
+            for e in set(ents):
+                df[e] = df.get(e, 0) + 1
+        for doc in docs:
+            edges = []
+            for c in doc.chunks:
+                ents = [e for e in named[c.id] if df[e] <= cap * CHUNKS_PER_DOC]
+                for e in sorted(set(ents)):
+                    w = ents.count(e) / len(ents)
+                    edges.append(Edge(chunk_node(c.id), Node("entity", f"e{e}", titles[e]),
+                                      "mentions", w))
+            writer.add(edges, "mentions", doc.key)
+    writer.finish()
+    t1 = time.perf_counter()
+    graph = GraphIndex.load(conn, 1)
+    t2 = time.perf_counter()
+    return graph, conn, {"derive_s": round(t1 - t0, 2), "load_index_s": round(t2 - t1, 2)}
+
+
+def queries(graph: GraphIndex, conn: sqlite3.Connection, n: int, seed: int = 0) -> list[tuple[str, np.ndarray]]:
+    """``n`` (query text, cosine vector over chunk ids) pairs."""
+    rng = np.random.default_rng(seed)
+    labels = [r[0] for r in conn.execute(
+        "SELECT label FROM nodes WHERE kind IN ('heading', 'entity', 'tag') AND label != ''")]
+    n_chunks = int((graph.chunk_of >= 0).sum())
+    out = []
+    for _ in range(n):
+        cos = np.clip(rng.normal(0.12, 0.08, n_chunks), -0.2, 0.95).astype(np.float32)
+        top = rng.choice(n_chunks, 20, replace=False)
+        cos[top] = rng.uniform(0.35, 0.7, 20)
+        words = " ".join(labels[int(i)] for i in rng.choice(len(labels), 2))
+        out.append((f"what does {words} say about it", cos))
+    return out
+
+
+def timed(fn: Any, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+
+
+def measure(graph: GraphIndex, conn: sqlite3.Connection, backend: str, qs: list[tuple[str, np.ndarray]],
+            ) -> dict[str, Any]:
+    import pinakes_ppr as P
+
+    t = time.perf_counter()
+    op = P.build_operator(graph, backend)
+    build_ms = (time.perf_counter() - t) * 1000
+    settings = P.Settings(tolerance=TOLERANCE)
+    dense_ids = np.sort(op.chunk_ids)
+    t = time.perf_counter()
+    op.seed_index(conn, graph, settings.seed_kinds)
+    seed_ms = (time.perf_counter() - t) * 1000
+    x = np.full(op.n, 1.0 / max(1, op.n))
+    matvec = timed(lambda: op.matvec(x), 30)
+    rows = op.rows if op.rows is not None else np.repeat(
+        np.arange(op.n, dtype=np.int32), np.diff(op.indptr))
+
+    def add_at() -> None:
+        y = np.zeros(op.n)
+        np.add.at(y, rows, op.coef * x[op.cols])
+
+    add_at_ms = timed(add_at, 5)
+    for q, cos in qs[:3]:  # warm up (first gathers, the dense-row map)
+        P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn)
+    lat, iters, seeds = [], [], []
+    for q, cos in qs:
+        trace = P.Trace()
+        P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn,
+                  limit=100, trace=trace)
+        lat.append(trace.ms)
+        iters.append(trace.iterations)
+        seeds.append(len(trace.seeds))
+    return {
+        "backend": backend, "operator_build_ms": round(build_ms, 1),
+        "operator_mb": round(op.nbytes / 2**20, 2), "seed_index_build_ms": round(seed_ms, 1),
+        "matvec_ms": round(statistics.median(matvec), 3),
+        "matvec_add_at_ms": round(statistics.median(add_at_ms), 3),
+        "channel_p50_ms": round(pct(lat, 50), 2), "channel_p95_ms": round(pct(lat, 95), 2),
+        "iterations_median": int(statistics.median(iters)), "iterations_max": max(iters),
+        "seed_nodes_median": int(statistics.median(seeds)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10k chunks only")
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "ppr.json")
+    args = ap.parse_args()
+    started = time.time()
+    sizes = [2000] if args.quick else [2000, 10000]
+    results = []
+    for n_docs in sizes:
+        for shape in ("structural", "structural+mentions"):
+            graph, conn, built = build_graph(n_docs, mentions=shape.endswith("mentions"))
+            qs = queries(graph, conn, args.queries)
+            info = {"chunks": n_docs * CHUNKS_PER_DOC, "docs": n_docs, "shape": shape,
+                    "nodes": graph.n, "edges": graph.n_edges, **built}
+            for backend in ("scipy", "numpy"):
+                row = {**info, **measure(graph, conn, backend, qs)}
+                results.append(row)
+                print(f"  {row['chunks']:>6} chunks {shape:<20} {backend:<6} "
+                      f"channel p50 {row['channel_p50_ms']:7.2f} ms", file=sys.stderr)
+            conn.close()
+    header = ("chunks", "shape", "nodes", "edges", "backend", "build ms", "MB", "matvec ms",
+              "add.at ms", "p50 ms", "p95 ms", "iters")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for r in results:
+        print(" | ".join(str(v) for v in (
+            r["chunks"], r["shape"], r["nodes"], r["edges"], r["backend"], r["operator_build_ms"],
+            r["operator_mb"], r["matvec_ms"], r["matvec_add_at_ms"], r["channel_p50_ms"],
+            r["channel_p95_ms"], f"{r['iterations_median']} (max {r['iterations_max']})")))
+    big = [r for r in results if r["chunks"] == max(x["chunks"] for x in results)
+           and r["backend"] == "scipy"]
+    payload = {
+        "command": ".venv/bin/python benchmarks/bench_ppr.py" + (" --quick" if args.quick else ""),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "total_s": round(time.time() - started, 1),
+        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
+                    "numpy": np.__version__, "scipy": _scipy_version(),
+                    "loadavg_1m_at_start": round(os.getloadavg()[0], 2)},
+        "tolerance": TOLERANCE, "target_ms": TARGET_MS,
+        "meets_target": all(r["channel_p50_ms"] <= TARGET_MS for r in big),
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwritten to {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+
+
+def _scipy_version() -> str | None:
+    try:
+        import scipy
+    except ImportError:
+        return None
+    return str(scipy.__version__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,602 @@
+"""The ``mentions`` deriver: entity nodes, and the chunks that name them.
+
+The *vocabulary* is every name some document contributes: its title, the
+title without a trailing parenthetical, front-matter ``aliases`` (and, in the
+``ner`` subclass, the names spaCy finds in its text). A chunk *mentions* a
+name when its text (with its own heading) contains it, case-insensitively, on
+word boundaries, whichever document the name came from; a document's chunks
+always mention its own title. That turns Obsidian's "unlinked mentions" into
+graph structure: the one free edge class that bridges documents which share no
+folder, tag or link (research §3).
+
+Everything is incremental. The plugin keeps, in its own store tables, who
+contributes which name (``entity_names``), which chunk names which key how
+often (``entity_hits``), and each key's document frequency (``entity_keys``).
+A sync re-matches only the changed documents plus, when the vocabulary
+changed, the documents whose text names an added or removed name (found with
+an FTS5 phrase query, not a scan), and hands those to core for re-derivation
+through the ``affected`` hook.
+
+**Hub cap.** A name mentioned by more documents than the cap (by default
+0.2% of the documents, and never fewer than 12) gets no edges at all: the
+reference prototype measured that without the cap entity edges *hurt*
+(research/measurements.md). The cap is re-checked every sync, so a name that
+grows popular loses its edges and the documents naming it are re-derived.
+
+**Weights.** ``count / mentions in the chunk``: a chunk that names one entity
+three times and another once gives them 0.75 and 0.25 (DESIGN §5), so a
+list-like chunk naming forty things spreads its weight thin.
+
+**Near-duplicates** ("Marie Curie", "Curie", "M. Curie"), when
+``[graph] entity_alias_threshold`` is above 0: candidate pairs are names one
+of whose words are all in the other (an initial matches a word: cheap,
+indexed, and it keeps "John Smith" away from "John Brown"); a pair is kept
+when the cosine of the two names' embeddings (the KB's embedder, cached by
+content hash like chunk vectors) reaches the threshold. An alias is not a
+merge, and not an entity ↔ entity edge: a chunk naming "Curie" gets an
+``alias`` edge to the entity "Marie Curie" weighted by its mention weight ×
+the similarity. Merging would be order-dependent and irreversible ("Curie"
+is Pierre's name too); an entity ↔ entity edge would belong to no document,
+so nothing would delete it when its reason goes away. An edge from the
+mentioning chunk is owned by that chunk's document like every other edge, and
+re-derived exactly when its document or one of the two names changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pinakes.errors import ConfigError
+from pinakes.graph import Changes, DocView, Edge, Node, chunk_node
+from pinakes.text import fts_phrase
+
+from .names import Matcher, contains, fold, normalise, strip_qualifier, title_names, tokens, words
+
+__version__ = "0.1.0"
+
+#: Bumped whenever the same input would derive different edges: part of the version, so
+#: every store re-derives (a rebuild, free) instead of mixing old and new edges.
+DERIVATION = 3
+SCHEMA_NAME = "mentions"
+SCHEMA_VERSION = "1"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entity_names (     -- the vocabulary: who contributes which name
+    key TEXT NOT NULL,
+    doc INTEGER NOT NULL,
+    source TEXT NOT NULL,                      -- 'title' | 'alias' | 'ner'
+    label TEXT NOT NULL                        -- the surface form as written
+);
+CREATE INDEX IF NOT EXISTS entity_names_doc ON entity_names(doc);
+CREATE INDEX IF NOT EXISTS entity_names_key ON entity_names(key);
+CREATE TABLE IF NOT EXISTS entity_hits (      -- chunk `chunk` of `doc` names `key` `count` times
+    doc INTEGER NOT NULL,
+    chunk INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    count INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entity_hits_doc ON entity_hits(doc);
+CREATE INDEX IF NOT EXISTS entity_hits_key ON entity_hits(key);
+CREATE TABLE IF NOT EXISTS entity_keys (      -- one row per vocabulary key
+    key TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    df INTEGER NOT NULL DEFAULT 0,             -- documents naming it
+    capped INTEGER NOT NULL DEFAULT 0          -- 1: over the hub cap, no edges
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entity_tokens (    -- word -> key, for near-duplicate candidates
+    token TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (token, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entity_aliases (   -- near-duplicate names, both directions
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    sim REAL NOT NULL,
+    PRIMARY KEY (a, b)
+) WITHOUT ROWID;
+"""
+
+#: Order of preference for the human-readable label of a key (PPR matches queries to it).
+SOURCE_RANK = {"title": 0, "alias": 1, "ner": 2}
+#: When a sync adds more names than this, scanning every chunk beats one FTS query per name.
+FTS_LOOKUP_LIMIT = 200
+#: Candidate blocks larger than this are skipped (a word shared by that many names says nothing).
+MAX_BLOCK = 2000
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[graph]`` keys that shape entity edges (shared by ``mentions`` and ``ner``).
+
+    Every value is part of the deriver's version, so changing one rebuilds the
+    (derived, free) graph rather than leaving it half old, half new.
+    """
+
+    hub_share: float = 0.002
+    hub_min: int = 12
+    alias_threshold: float = 0.0
+    alias_max: int = 5
+    damp: bool = False
+    weight: float = 1.0
+
+    @classmethod
+    def from_config(cls, graph: dict[str, Any]) -> Settings:
+        def num(key: str, default: float, kind: type) -> Any:
+            value = graph.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"[graph] {key} should be a number >= 0, got {value!r}")
+            if kind is int and value != int(value):
+                raise ConfigError(f"[graph] {key} should be a whole number, got {value!r}")
+            return kind(value)
+
+        if num("entity_weight", cls.weight, float) <= 0:
+            raise ConfigError("[graph] entity_weight should be above 0")
+        damp = graph.get("entity_damp", cls.damp)
+        if not isinstance(damp, bool):
+            raise ConfigError(f"[graph] entity_damp should be true or false, got {damp!r}")
+        return cls(
+            hub_share=num("entity_hub_share", cls.hub_share, float),
+            hub_min=num("entity_hub_min", cls.hub_min, int),
+            alias_threshold=num("entity_alias_threshold", cls.alias_threshold, float),
+            alias_max=num("entity_alias_max", cls.alias_max, int),
+            damp=damp,
+            weight=num("entity_weight", cls.weight, float),
+        )
+
+    def cap(self, n_docs: int) -> int:
+        """Most documents a name may be mentioned by and still get edges."""
+        return max(self.hub_min, math.floor(self.hub_share * n_docs))
+
+    @property
+    def fingerprint(self) -> str:
+        return (f"cap={self.hub_share:g}/{self.hub_min},alias={self.alias_threshold:g}/"
+                f"{self.alias_max},damp={int(self.damp)},weight={self.weight:g}")
+
+
+def entity_node(key: str, label: str, damp: bool) -> Node:
+    """The node of an entity: keyed by its normalised form, labelled as written."""
+    return Node("entity", key, label or key, damp=damp)
+
+
+class MentionsDeriver:
+    """Derives ``mentions`` (and ``alias``) edges; see the module docstring.
+
+    The instance registered by the plugin carries default settings; core asks
+    it for a per-KB instance through :meth:`for_kb` (its ``[graph]`` settings
+    and its embedder, for near-duplicates).
+    """
+
+    name = "mentions"
+    #: Off unless ``[graph] mentions = true``: entity edges are eval-gated (research §9).
+    default_enabled = False
+    edge_kind = "mentions"
+
+    def __init__(self, settings: Settings | None = None, kb: Any = None) -> None:
+        self.settings = settings or Settings()
+        self.kb = kb
+        self.stats: dict[str, float] = {}
+
+    @property
+    def version(self) -> str:
+        return f"{__version__}+d{DERIVATION}:{self.settings.fingerprint}"
+
+    def for_kb(self, kb: Any) -> MentionsDeriver:
+        """This deriver configured for ``kb`` (cheap: nothing is loaded here)."""
+        return type(self)(Settings.from_config(kb.config.section("graph")), kb)
+
+    # --- the vocabulary -------------------------------------------------------------
+
+    def names(self, docs: Sequence[DocView], conn: sqlite3.Connection) -> list[tuple[str, int, str, str]]:
+        """``(key, doc, source, label)`` of every name the given documents contribute.
+
+        Subclasses add sources (the ``ner`` deriver adds spaCy's entities).
+        """
+        rows: list[tuple[str, int, str, str]] = []
+        for doc in docs:
+            seen: set[str] = set()
+            for i, (key, label) in enumerate(title_names(doc.title)):
+                if key not in seen:
+                    seen.add(key)
+                    rows.append((key, doc.key, "title" if i == 0 else "alias", label))
+            aliases = doc.front_matter.get("aliases")
+            if isinstance(aliases, str):
+                aliases = [aliases]
+            if isinstance(aliases, list):
+                for alias in aliases:
+                    if isinstance(alias, str):
+                        key = normalise(alias)
+                        if key and key not in seen:
+                            seen.add(key)
+                            rows.append((key, doc.key, "alias", " ".join(alias.split())))
+        return rows
+
+    # --- sync: which documents need re-deriving --------------------------------------
+
+    def affected(self, changes: Changes, conn: sqlite3.Connection) -> set[int]:
+        """Bring the entity tables up to date; return other documents to re-derive.
+
+        Called by core once per sync, before any edge is forgotten or derived.
+        """
+        self.stats = {}
+        changed = {d.key for d in changes.docs}
+        removed = set(changes.removed)
+        gone = changed | removed
+        # 1. The vocabulary: replace the names of changed and removed documents.
+        before_keys = _column(conn, "SELECT key FROM entity_names WHERE doc IN ({})", gone)
+        _exec_in(conn, "DELETE FROM entity_names WHERE doc IN ({})", gone)
+        new_names = self.names(changes.docs, conn)
+        conn.executemany("INSERT INTO entity_names(key, doc, source, label) VALUES (?,?,?,?)",
+                         new_names)
+        touched_names = before_keys | {r[0] for r in new_names}
+        present = _column(conn, "SELECT DISTINCT key FROM entity_names WHERE key IN ({})",
+                          touched_names)
+        known = _column(conn, "SELECT key FROM entity_keys WHERE key IN ({})", touched_names)
+        added = present - known
+        dropped = known - present
+        labels = self._labels(conn, present)
+        conn.executemany("INSERT INTO entity_keys(key, label) VALUES (?, ?)",
+                         [(k, labels[k]) for k in sorted(added)])
+        _exec_in(conn, "DELETE FROM entity_keys WHERE key IN ({})", dropped)
+        relabel = [(labels[k], k) for k in sorted(present - added)]
+        if relabel:
+            # Labels are what PPR matches queries against: keep them current even for
+            # documents that are not re-derived (a node's label is not an edge).
+            conn.executemany("UPDATE entity_keys SET label = ? WHERE key = ? AND label != ?",
+                             [(lab, k, lab) for lab, k in relabel])
+            conn.executemany("UPDATE nodes SET label = ? WHERE kind = 'entity' AND key = ? "
+                             "AND label != ?", [(lab, k, lab) for lab, k in relabel])
+        # 2. Which documents to match again.
+        n_docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        rematch = set(changed)
+        rematch |= _column(conn, "SELECT DISTINCT doc FROM entity_hits WHERE key IN ({})", dropped)
+        rematch |= self._naming(conn, added, n_docs)
+        rematch -= removed
+        # 3. Hits.
+        stale = rematch | removed
+        touched = _column(conn, "SELECT DISTINCT key FROM entity_hits WHERE doc IN ({})", stale)
+        _exec_in(conn, "DELETE FROM entity_hits WHERE doc IN ({})", stale)
+        if rematch:
+            hits = self._match(conn, rematch)
+            conn.executemany("INSERT INTO entity_hits(doc, chunk, key, count) VALUES (?,?,?,?)", hits)
+            touched |= {h[2] for h in hits}
+        # 4. Document frequency and the hub cap.
+        touched &= _column(conn, "SELECT key FROM entity_keys WHERE key IN ({})", touched)
+        df = dict.fromkeys(touched, 0)
+        for part in _parts(sorted(touched)):
+            for key, n in conn.execute(
+                f"SELECT key, count(DISTINCT doc) FROM entity_hits WHERE key IN ({_marks(part)}) "
+                "GROUP BY key", part,
+            ):
+                df[key] = n
+        conn.executemany("UPDATE entity_keys SET df = ? WHERE key = ?",
+                         [(n, k) for k, n in df.items()])
+        cap = self.settings.cap(n_docs)
+        flipped = {r[0] for r in conn.execute(
+            "SELECT key FROM entity_keys WHERE capped != (df > ?)", (cap,))}
+        _exec_in(conn, "UPDATE entity_keys SET capped = 1 - capped WHERE key IN ({})", flipped)
+        # 5. Near-duplicates.
+        alias_changed: set[str] = set()
+        if self.settings.alias_threshold > 0:
+            alias_changed = self._update_aliases(conn, added, dropped)
+            flipped |= _column(conn, "SELECT a FROM entity_aliases WHERE b IN ({})", flipped)
+        redo = rematch | _column(conn, "SELECT DISTINCT doc FROM entity_hits WHERE key IN ({})",
+                                 flipped | alias_changed)
+        self.stats.update(added=len(added), dropped=len(dropped), rematched=len(rematch),
+                          flipped=len(flipped), cap=cap)
+        return redo - changed - removed
+
+    def _labels(self, conn: sqlite3.Connection, keys: set[str]) -> dict[str, str]:
+        """The label of each key: a title's spelling first, else the most frequent one."""
+        best: dict[str, tuple[int, int, str]] = {}
+        for part in _parts(sorted(keys)):
+            for key, label, source, n in conn.execute(
+                f"SELECT key, label, source, count(*) FROM entity_names WHERE key IN ({_marks(part)}) "
+                "GROUP BY key, label, source", part,
+            ):
+                rank = (SOURCE_RANK.get(source, 9), -n, label)
+                if key not in best or rank < best[key]:
+                    best[key] = rank
+        return {k: v[2] for k, v in best.items()}
+
+    def _naming(self, conn: sqlite3.Connection, keys: set[str], n_docs: int) -> set[int]:
+        """Documents whose chunks may name one of ``keys`` (a superset; matching decides).
+
+        A few names: one FTS5 phrase query each over heading and body. Many (a
+        first sync, a bulk import): every document, since one scan is cheaper.
+        """
+        if not keys:
+            return set()
+        everything = {r[0] for r in conn.execute("SELECT doc FROM documents")}
+        if len(keys) > FTS_LOOKUP_LIMIT or _tokenizer(conn) == "trigram":
+            return everything
+        out: set[int] = set()
+        for key in sorted(keys):
+            phrase = fts_phrase(key)
+            if not phrase:
+                return everything
+            try:
+                out.update(r[0] for r in conn.execute(
+                    "SELECT DISTINCT c.doc FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+                    "WHERE chunks_fts MATCH ?", ("{heading body} : " + phrase,)))
+            except sqlite3.OperationalError:
+                return everything
+        return out
+
+    def _match(self, conn: sqlite3.Connection, docs: set[int]) -> list[tuple[int, int, str, int]]:
+        """``(doc, chunk, key, count)`` for every name in the chunks of ``docs``."""
+        matcher = Matcher(r[0] for r in conn.execute("SELECT key FROM entity_keys"))
+        own: dict[int, list[str]] = defaultdict(list)
+        for part in _parts(sorted(docs)):
+            for key, doc in conn.execute(
+                f"SELECT key, doc FROM entity_names WHERE doc IN ({_marks(part)}) "
+                "AND source IN ('title', 'alias')", part,
+            ):
+                own[doc].append(key)
+        out: list[tuple[int, int, str, int]] = []
+        for part in _parts(sorted(docs)):
+            for cid, doc, heading, text in conn.execute(
+                f"SELECT id, doc, heading_path, text FROM chunks WHERE doc IN ({_marks(part)})", part
+            ):
+                found = matcher.counts(fold(text))
+                titled = matcher.counts(fold(_last_heading(heading)))
+                mine = own.get(doc, ())
+                for key in mine:
+                    # A document's own title is an entity every one of its chunks mentions:
+                    # once for being its title, plus every time its text names it.
+                    found[key] += 1
+                for key, n in titled.items():
+                    if key not in mine:
+                        found[key] += n  # a section headed "Marie Curie" names her
+                out.extend((doc, cid, key, n) for key, n in found.items())
+        return out
+
+    # --- near-duplicates -------------------------------------------------------------------
+
+    def _update_aliases(self, conn: sqlite3.Connection, added: set[str], dropped: set[str]) -> set[str]:
+        """Maintain ``entity_aliases``; return keys whose alias set changed."""
+        changed = _column(conn, "SELECT a FROM entity_aliases WHERE b IN ({})", dropped)
+        _exec_in(conn, "DELETE FROM entity_aliases WHERE a IN ({0}) OR b IN ({0})", dropped,
+                 repeat=2)
+        _exec_in(conn, "DELETE FROM entity_tokens WHERE key IN ({})", dropped)
+        conn.executemany("INSERT OR IGNORE INTO entity_tokens(token, key) VALUES (?, ?)",
+                         [(t, k) for k in sorted(added) for t in set(tokens(k))])
+        pairs = self._candidate_pairs(conn, added)
+        if not pairs:
+            return changed
+        sims = self._similarities(pairs)
+        keep = [(a, b, round(float(s), 4)) for (a, b), s in zip(pairs, sims, strict=True)
+                if s >= self.settings.alias_threshold]
+        conn.executemany("INSERT OR REPLACE INTO entity_aliases(a, b, sim) VALUES (?,?,?)",
+                         [r for a, b, s in keep for r in ((a, b, s), (b, a, s))])
+        self.stats["alias_pairs_checked"] = len(pairs)
+        self.stats["alias_pairs_kept"] = len(keep)
+        for a, b, _ in keep:
+            changed.update((a, b))
+        return changed
+
+    def _candidate_pairs(self, conn: sqlite3.Connection, added: set[str]) -> list[tuple[str, str]]:
+        """Pairs (new name, any name) where one's words are all among the other's.
+
+        Blocking is on content words (a shared "of" says nothing), containment on
+        all words ("Robert More" is not contained in "Robert Enrico").
+        """
+        if not added:
+            return []
+        wanted = sorted({t for k in added for t in tokens(k)})
+        block: dict[str, list[str]] = defaultdict(list)
+        for part in _parts(wanted):
+            for token, key in conn.execute(
+                f"SELECT token, key FROM entity_tokens WHERE token IN ({_marks(part)})", part
+            ):
+                block[token].append(key)
+        cache: dict[str, tuple[list[str], frozenset[str], bool]] = {}
+
+        def info(key: str) -> tuple[list[str], frozenset[str], bool]:
+            got = cache.get(key)
+            if got is None:
+                ws = words(strip_qualifier(key)) or words(key)  # "(author)" is no part of a name
+                got = cache[key] = (ws, frozenset(ws), any(len(w) == 1 for w in ws))
+            return got
+
+        def inside(x: str, y: str) -> bool:
+            wx, sx, initials = info(x)
+            wy, sy, _ = info(y)
+            if len(wx) > len(wy) or sx == sy:
+                return False
+            return sx <= sy or (initials and contains(wx, wy))
+
+        pairs: set[tuple[str, str]] = set()
+        for a in sorted(added):
+            for t in set(tokens(a)):
+                members = block.get(t, ())
+                if len(members) > MAX_BLOCK:
+                    continue
+                for b in members:
+                    pair = (a, b) if a < b else (b, a)
+                    if b == a or pair in pairs or strip_qualifier(pair[1]) == pair[0]:
+                        continue  # "foo" / "foo (film)": a title and its own alias
+                    if inside(a, b) or inside(b, a):
+                        pairs.add(pair)
+        return sorted(pairs)
+
+    def _similarities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """Cosine of each pair's label embeddings (the KB's embedder, cached by content hash)."""
+        keys = sorted({k for p in pairs for k in p})
+        vecs = self._label_vectors(keys)
+        index = {k: i for i, k in enumerate(keys)}
+        a = vecs[[index[p[0]] for p in pairs]]
+        b = vecs[[index[p[1]] for p in pairs]]
+        return np.einsum("ij,ij->i", a, b)
+
+    def _label_vectors(self, keys: list[str]) -> np.ndarray:
+        embedder = self.kb.embedder if self.kb is not None else None
+        if embedder is None:
+            raise RuntimeError("near-duplicate linking needs the KB's embedder (for_kb(kb))")
+        model = f"{embedder.id}#entity-label"
+        hashes = [hashlib.sha1(k.encode("utf-8")).hexdigest() for k in keys]
+        found: dict[str, np.ndarray] = {}
+        cache = _label_cache(self.kb)
+        try:
+            for part in _parts(hashes):
+                for h, blob in cache.execute(
+                    f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({_marks(part)})",
+                    (model, *part),
+                ):
+                    found[h] = np.frombuffer(blob, dtype="<f4")
+            todo = [(h, k) for h, k in zip(hashes, keys, strict=True) if h not in found]
+            if todo:
+                vecs = embedder.embed([k for _, k in todo], batch_size=128)
+                now = time.time()
+                cache.execute("BEGIN")
+                cache.executemany(
+                    "INSERT OR REPLACE INTO embeddings(model, hash, vec, updated) VALUES (?,?,?,?)",
+                    [(model, h, np.asarray(v, "<f4").tobytes(), now)
+                     for (h, _), v in zip(todo, vecs, strict=True)],
+                )
+                cache.execute("COMMIT")
+                for (h, _), v in zip(todo, vecs, strict=True):
+                    found[h] = np.asarray(v, dtype=np.float32)
+                self.stats["labels_embedded"] = len(todo)
+        finally:
+            cache.close()
+        return np.stack([found[h] for h in hashes]).astype(np.float32)
+
+    # --- per document --------------------------------------------------------------------
+
+    def derive(self, doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
+        """Edges of one document's chunks to the entities they name (and their aliases)."""
+        rows = conn.execute(
+            "SELECT h.chunk, h.key, h.count, k.label FROM entity_hits h "
+            "JOIN entity_keys k ON k.key = h.key WHERE h.doc = ? AND k.capped = 0 "
+            "ORDER BY h.chunk, h.key", (doc.key,),
+        ).fetchall()
+        if not rows:
+            return
+        damp = self.settings.damp
+        by_chunk: dict[int, list[tuple[str, int, str]]] = defaultdict(list)
+        for cid, key, n, label in rows:
+            by_chunk[cid].append((key, n, label))
+        aliases = self._aliases(conn, {r[1] for r in rows}) if self.settings.alias_threshold > 0 else {}
+        scale = self.settings.weight
+        for cid, found in by_chunk.items():
+            total = (sum(n for _, n, _ in found) or 1) / scale
+            c = chunk_node(cid)
+            direct = {key for key, _, _ in found}
+            via: dict[str, tuple[float, str]] = {}
+            for key, n, label in found:
+                w = n / total
+                yield Edge(c, entity_node(key, label, damp), self.edge_kind, w)
+                for other, sim, olabel in aliases.get(key, ()):
+                    if other not in direct and w * sim > via.get(other, (0.0, ""))[0]:
+                        via[other] = (w * sim, olabel)
+            for other, (w, olabel) in sorted(via.items()):
+                yield Edge(c, entity_node(other, olabel, damp), "alias", w)
+
+    def _aliases(self, conn: sqlite3.Connection, keys: set[str]) -> dict[str, list[tuple[str, float, str]]]:
+        out: dict[str, list[tuple[str, float, str]]] = defaultdict(list)
+        for part in _parts(sorted(keys)):
+            for a, b, sim, label in conn.execute(
+                f"SELECT x.a, x.b, x.sim, k.label FROM entity_aliases x JOIN entity_keys k "
+                f"ON k.key = x.b WHERE x.a IN ({_marks(part)}) AND k.capped = 0 "
+                "ORDER BY x.a, x.sim DESC, x.b", part,
+            ):
+                if len(out[a]) < self.settings.alias_max:
+                    out[a].append((b, float(sim), label))
+        return out
+
+
+# --- small SQL helpers ------------------------------------------------------------------
+
+
+def _parts(items: Sequence[Any] | Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
+    seq = list(items)
+    for start in range(0, len(seq), size):
+        yield seq[start : start + size]
+
+
+def _marks(part: Sequence[Any]) -> str:
+    return ",".join("?" * len(part))
+
+
+def _column(conn: sqlite3.Connection, sql: str, items: Iterable[Any]) -> set[Any]:
+    """The first column of ``sql`` (with ``{}`` standing for the IN list) over ``items``."""
+    out: set[Any] = set()
+    for part in _parts(sorted(items)):
+        out.update(r[0] for r in conn.execute(sql.format(_marks(part)), part))
+    return out
+
+
+def _exec_in(conn: sqlite3.Connection, sql: str, items: Iterable[Any], repeat: int = 1) -> None:
+    for part in _parts(sorted(items)):
+        conn.execute(sql.format(_marks(part)), part * repeat)
+
+
+def _tokenizer(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    return "trigram" if row and "trigram" in str(row[0]) else "words"
+
+
+def _last_heading(heading_path_json: str) -> str:
+    """The chunk's own heading: a section titled "Marie Curie" names her."""
+    try:
+        path = json.loads(heading_path_json)
+    except ValueError:
+        return ""
+    return str(path[-1]) if path else ""
+
+
+def _label_cache(kb: Any) -> sqlite3.Connection:
+    """The KB's embedding cache (``.pinakes/cache.db``): it survives rebuilds."""
+    from pinakes.store import CACHE_SCHEMA
+
+    state = kb.config.state_dir
+    state.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(state / "cache.db")
+    conn.isolation_level = None
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.executescript(CACHE_SCHEMA)
+    return conn
+
+
+
+# --- query time ---------------------------------------------------------------------------
+
+_NAMED: dict[tuple[str, str], tuple[Matcher, dict[str, tuple[str, int]]]] = {}
+
+
+def named_entities(conn: sqlite3.Connection, text: str) -> list[tuple[str, str, int]]:
+    """``(key, label, document frequency)`` of every entity ``text`` names, as sync matches.
+
+    For query-time seeding (a PPR channel's entity seeds): the query is folded
+    and matched exactly like chunk text, so "Who directed Polish Easter?"
+    names the entity "Polish Easter" and not "Easter Parade". Only entities
+    that have edges (under the hub cap) are returned. The matcher is built
+    once per store generation and cached.
+    """
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    key = (str(path), str(row[0]) if row else "")
+    cached = _NAMED.get(key)
+    if cached is None:
+        try:
+            rows = conn.execute(
+                "SELECT key, label, df FROM entity_keys WHERE capped = 0").fetchall()
+        except sqlite3.OperationalError:
+            rows = []  # a store without the plugin's tables
+        info = {r[0]: (r[1], int(r[2])) for r in rows}
+        cached = (Matcher(info), info)
+        if len(_NAMED) > 8:
+            _NAMED.clear()
+        _NAMED[key] = cached
+    matcher, info = cached
+    return [(k, info[k][0], info[k][1]) for k in sorted(matcher.counts(fold(text)))]

@@ -1,0 +1,164 @@
+"""Entity names: normalising a surface form into a node key, and finding names in text.
+
+One key per entity, whatever the spelling in a given chunk: ``"The Beatles'"``,
+``"the  Beatles"`` and ``"Beatles"`` all become ``beatles``. The key is also
+the pattern searched for in chunk text, so normalisation only ever *removes*
+characters from the edges of a name (a leading article, a possessive,
+punctuation) and folds case: what is left is still a substring of every
+spelling it came from, and a single Aho–Corasick pass over a chunk finds all
+names at once, whatever their number.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+
+import ahocorasick
+
+from pinakes.text import CJK_RE, STOPWORDS
+
+_WS = re.compile(r"\s+")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_PAREN_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Stripped from both ends of a name; brackets are kept (a key may be "foo (film)").
+_EDGE = " \t\"'`“”‘’.,;:!?*_#|~-–—/\\"
+MAX_KEY_CHARS = 120
+
+
+def fold(text: str) -> str:
+    """Case- and width-fold ``text`` and collapse whitespace: what names are matched in."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    return _WS.sub(" ", text).strip()
+
+
+def normalise(surface: str) -> str:
+    """The entity key of a surface form ('' when it is not a usable name).
+
+    Folded (see :func:`fold`), possessive and edge punctuation stripped, and a
+    leading "the " dropped unless what is left is a stop word ("The Who"
+    stays "the who"). A usable key has a letter, at least two characters, and
+    is not a stop word: "It" or "1999" as a title would otherwise match
+    nearly every chunk.
+    """
+    s = fold(surface)
+    s = _POSSESSIVE.sub("", s).strip(_EDGE)
+    if s.startswith("the ") and s[4:] not in STOPWORDS:
+        s = s[4:].strip(_EDGE)
+    if len(s) < 2 or len(s) > MAX_KEY_CHARS or s in STOPWORDS:
+        return ""
+    if not any(ch.isalpha() for ch in s):
+        return ""
+    return s
+
+
+def title_names(title: str) -> list[tuple[str, str]]:
+    """``(key, label)`` of a title and of its alias without a trailing parenthetical.
+
+    ``"Foo (film)"`` gives ``foo (film)`` and ``foo``: text says "Foo", not
+    "Foo (film)", so the alias is what other documents' chunks actually name.
+    """
+    label = " ".join(title.split())
+    out: list[tuple[str, str]] = []
+    key = normalise(label)
+    if key:
+        out.append((key, label))
+    short = strip_qualifier(label)
+    if short != label:
+        skey = normalise(short)
+        if skey and skey != key:
+            out.append((skey, short))
+    return out
+
+
+def strip_qualifier(text: str) -> str:
+    """``text`` without a trailing parenthetical: "Foo (film)" → "Foo"."""
+    return _PAREN_TAIL.sub("", text)
+
+
+def words(key: str) -> list[str]:
+    """The words of a key."""
+    return _WORD.findall(key)
+
+
+def tokens(key: str) -> list[str]:
+    """The content words of a key (no stop word, no initial): near-duplicate blocking keys."""
+    return [t for t in _WORD.findall(key) if len(t) > 1 and t not in STOPWORDS]
+
+
+def contains(small: list[str], big: list[str]) -> bool:
+    """True when every word of ``small`` is in ``big`` (a one-letter word matches an initial).
+
+    ``["curie"]`` and ``["m", "curie"]`` are both contained in ``["marie", "curie"]``.
+    """
+    if not small:
+        return False
+    bigset = set(big)
+    for t in small:
+        if t in bigset:
+            continue
+        if len(t) == 1 and any(u.startswith(t) for u in big):
+            continue
+        return False
+    return True
+
+
+class Matcher:
+    """All names of a vocabulary, found in one pass over a text (Aho–Corasick).
+
+    A match counts only on word boundaries: the characters around it must not
+    be letters or digits, so "Art" is not found in "artist". CJK text has no
+    spaces between words, so a name starting or ending with a CJK character is
+    exempt from the check at that end.
+    """
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self._auto = ahocorasick.Automaton()
+        n = 0
+        for key in keys:
+            if key:
+                self._auto.add_word(key, key)
+                n += 1
+        self.size = n
+        if n:
+            self._auto.make_automaton()
+
+    def counts(self, text: str, nested: bool = False) -> Counter[str]:
+        """How often each name occurs in ``text`` (already folded with :func:`fold`).
+
+        A name found only inside a longer one ("Andy" in "Andy Summers") does not
+        count unless ``nested``: it names someone else, and counting it would tie
+        every Andy together. Names that merely overlap both count.
+        """
+        found: Counter[str] = Counter()
+        if not self.size or not text:
+            return found
+        last = len(text) - 1
+        spans: list[tuple[int, int, str]] = []
+        for end, key in self._auto.iter(text):
+            start = end - len(key) + 1
+            if start > 0 and _is_word(text[start - 1]) and not CJK_RE.match(key[0]):
+                continue
+            if end < last and _is_word(text[end + 1]) and not CJK_RE.match(key[-1]):
+                continue
+            spans.append((start, end, key))
+        if not nested:
+            spans.sort(key=lambda s: (s[0], -s[1]))
+            kept: list[tuple[int, int, str]] = []
+            reach = -1  # the furthest end of a kept span starting at or before this one
+            for span in spans:
+                if span[1] <= reach:
+                    continue  # inside a longer name
+                kept.append(span)
+                reach = span[1]
+            spans = kept
+        for _, _, key in spans:
+            found[key] += 1
+        return found
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() and not CJK_RE.match(ch)

@@ -1,0 +1,587 @@
+"""The ``ppr`` graph channel: Personalized PageRank over the free graph (Stage B).
+
+HippoRAG 2's recipe on Pinakes' own graph (DESIGN §5, research §4B), with the
+knobs set by ``pnk eval`` (``docs/benchmarks.md``, "PPR channel"):
+
+* the graph is every node and edge of the store's :class:`~pinakes.graph.GraphIndex`,
+  undirected and weighted, with hub damping already applied (a spoke of a
+  popular tag counts 1/degree);
+* damping 0.5 (``ppr_damping``), not the folklore 0.85: half of the mass
+  returns to the reset vector at every step, so evidence two or three hops
+  away still counts but the walk never forgets the query;
+* the reset vector. **Seeds**: up to ``ppr_seeds`` (5) tag, heading and
+  entity nodes whose labels the query *names* (below), each weighted by its
+  match score and damped by 1/(chunks it connects to), so a label on half
+  the KB seeds almost nothing. **Chunks**: every chunk, weighted by its
+  cosine to the query times ``ppr_chunk_weight``, clamped at zero (a
+  negative cosine is no evidence; a reset vector must not carry negative
+  mass). Seeding *all* chunks, not only the top hits, is HippoRAG 2's guard
+  against simple-lookup regressions. The issue's 0.05 measured worse than
+  0.005 on both golden sets (the prototype's best was 0.01): the smaller the
+  weight, the more a named seed outweighs the cosine background.
+  **Roots**: the fused top hits get ``ppr_root_weight`` / rank, so the
+  ranking keeps the hybrid's lexical evidence; it must stay small (0.02
+  cost 2Wiki 7 points of multi-hop R@5; 0 cost the example KB 2);
+* no seed, no list (``ppr_require_seeds``): without a named seed the walk
+  only smooths cosines over the graph, which ranked worse than the hybrid,
+  so the channel answers nothing and the hybrid ranking stands;
+* the list is the **final** ranking (``fusion = "final"``, what
+  ``graph_fusion = "auto"`` picks): as a third RRF list the same walk lost
+  ~20 points of multi-hop R@5 on 2Wiki, as the prototype measured;
+* sparse power iteration to ``ppr_tolerance`` (L1) or ``ppr_max_iterations``;
+  never a dense adjacency matrix (50k² floats would be ~20 GB).
+
+The transition operator is built once per graph generation and cached by the
+:class:`GraphIndex` object itself (a weak key), so every query of a generation
+reuses it, and a sync, after which ``kb.graph_index`` loads a new index, gets
+a new one. Its matvec uses ``scipy.sparse`` (a CSR product measured 4-10x
+faster than a NumPy gather/scatter, ``docs/performance.md``); without scipy
+it falls back to ``np.bincount``.
+
+Seed matching is lexical and strict by default: a label seeds when the query
+contains it as a whole, its words in order ("Lothair II" in "When did Lothair
+II's mother die?"), scored by how rare its words are among all labels. Labels
+sharing their words (the per-document heading "How it works" in many
+documents) are one *phrase*: one seed whose specificity counts all their
+chunks. ``ppr_seed_partial`` > 0 also admits labels whose words the query
+covers only partly or out of order; on 2Wiki that admitted "Do or Die" for
+"...mother die?" and cost 13 points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pinakes import hookimpl
+from pinakes.errors import ConfigError
+from pinakes.graph import GraphIndex
+from pinakes.text import CJK_RE, STOPWORDS, query_terms
+
+__version__ = "0.1.0"
+
+#: The channel's settings and their defaults; ``[retrieval]`` keys of the same name win.
+DEFAULTS: dict[str, Any] = {
+    "ppr_damping": 0.5,
+    "ppr_chunk_weight": 0.005,
+    "ppr_seed_weight": 1.0,
+    "ppr_seeds": 5,
+    "ppr_seed_kinds": "tag heading entity",
+    "ppr_seed_partial": 0.0,
+    "ppr_root_weight": 0.005,
+    "ppr_require_seeds": True,
+    "ppr_tolerance": 1e-6,
+    "ppr_max_iterations": 50,
+}
+
+BACKENDS = ("scipy", "numpy")
+
+
+def _scipy_sparse() -> Any:
+    """``scipy.sparse``, imported on first use, or None when scipy is missing.
+
+    Not at module import: every ``pnk`` command loads the plugins, and
+    importing SciPy costs 0.3-0.4 s that only a PPR search needs.
+    """
+    try:
+        import scipy.sparse
+    except ImportError:  # the NumPy matvec keeps the channel working without it
+        return None
+    return scipy.sparse
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The channel's knobs, read from ``[retrieval]`` (see :data:`DEFAULTS`)."""
+
+    damping: float = 0.5
+    chunk_weight: float = 0.005
+    seed_weight: float = 1.0
+    seeds: int = 5
+    seed_kinds: tuple[str, ...] = ("tag", "heading", "entity")
+    seed_partial: float = 0.0  # 0: only labels named in full seed
+    root_weight: float = 0.005
+    require_seeds: bool = True  # no seed: no list (the hybrid ranking stands)
+    tolerance: float = 1e-6
+    max_iterations: int = 50
+    final: bool = True  # the list is the final ranking ("final", or "auto"): roots get mass
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Settings:
+        def get(key: str) -> Any:
+            return config.get(key, DEFAULTS[key])
+
+        damping = float(get("ppr_damping"))
+        if not 0.0 <= damping < 1.0:
+            raise ConfigError(f"[retrieval] ppr_damping must be in [0, 1), got {damping}")
+        kinds = get("ppr_seed_kinds")
+        if isinstance(kinds, str):
+            # Space, "|" or ";" separated: a comma would split a `pnk eval --matrix` entry.
+            kinds = [k for k in re.split(r"[\s,;|]+", kinds) if k]
+        return cls(
+            damping=damping,
+            chunk_weight=max(0.0, float(get("ppr_chunk_weight"))),
+            seed_weight=max(0.0, float(get("ppr_seed_weight"))),
+            seeds=max(0, int(get("ppr_seeds"))),
+            seed_kinds=tuple(sorted({str(k) for k in kinds})),
+            seed_partial=max(0.0, float(get("ppr_seed_partial"))),
+            root_weight=max(0.0, float(get("ppr_root_weight"))),
+            require_seeds=bool(get("ppr_require_seeds")),
+            tolerance=max(1e-15, float(get("ppr_tolerance"))),
+            max_iterations=max(1, int(get("ppr_max_iterations"))),
+            final=str(config.get("graph_fusion", "auto")) in ("auto", "final"),
+        )
+
+
+# --- the operator ------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Operator:
+    """The column-stochastic transition of one graph generation, ready for matvecs.
+
+    ``matvec(x)[v] = sum over edges (u, v) of w(u, v) / strength(u) * x[u]``:
+    the mass each node sends along its (hub-damped) edges in proportion to
+    their weight. Stored as CSR rows of the graph index (its half-edges are
+    already grouped by node), so building it is a few vector operations.
+    """
+
+    generation: int
+    n: int
+    backend: str
+    indptr: np.ndarray  # int32/int64 CSR row pointers (n + 1)
+    cols: np.ndarray  # int32 source node per half-edge
+    coef: np.ndarray  # float64 transition weight per half-edge
+    rows: np.ndarray | None  # int32 target node per half-edge (NumPy backend only)
+    matrix: Any  # scipy.sparse.csr_matrix (scipy backend only)
+    dangling: np.ndarray  # int64 indices of nodes with no outgoing weight
+    chunk_nodes: np.ndarray  # int64 node index of every chunk node
+    chunk_ids: np.ndarray  # int64 chunk id of each of those
+    chunk_count: np.ndarray  # float64 chunks each node connects to (>= 1): seed specificity
+    build_ms: float = 0.0
+    _dense: tuple[int, int, np.ndarray] | None = None  # (id(dense.ids), len, rows)
+    _seeds: dict[tuple[str, ...], SeedIndex] = field(default_factory=dict)
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """One step of the walk: where the mass ``x`` flows along the edges."""
+        if self.matrix is not None:
+            return self.matrix @ x
+        assert self.rows is not None
+        return np.bincount(self.rows, weights=self.coef * x[self.cols], minlength=self.n)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the operator's arrays (the cached seed index excluded)."""
+        parts = [self.indptr, self.cols, self.coef, self.dangling, self.chunk_nodes,
+                 self.chunk_ids, self.chunk_count]
+        if self.rows is not None:
+            parts.append(self.rows)
+        if self.matrix is not None:
+            parts += [self.matrix.data, self.matrix.indices, self.matrix.indptr]
+        seen: dict[int, int] = {}
+        for a in parts:  # the CSR may share its buffers with cols/coef/indptr: count once
+            base = a.base if isinstance(a.base, np.ndarray) else a
+            seen[id(base)] = int(base.nbytes)
+        return sum(seen.values())
+
+    def chunk_cosines(self, dense_ids: np.ndarray, cosines: np.ndarray) -> np.ndarray:
+        """The query cosine of every chunk node (0 for a chunk without a vector).
+
+        The chunk-node → dense-row map is cached for the dense index it was
+        computed against (same generation, same array), so a query pays one gather.
+        """
+        key = (id(dense_ids), len(dense_ids))
+        if self._dense is None or self._dense[:2] != key:
+            rows = np.full(len(self.chunk_ids), -1, dtype=np.int64)
+            if len(dense_ids) and len(self.chunk_ids):
+                pos = np.clip(np.searchsorted(dense_ids, self.chunk_ids), 0, len(dense_ids) - 1)
+                ok = dense_ids[pos] == self.chunk_ids
+                rows[ok] = pos[ok]
+            self._dense = (key[0], key[1], rows)
+        rows = self._dense[2]
+        out = np.zeros(len(rows), dtype=np.float64)
+        ok = rows >= 0
+        if len(cosines):
+            out[ok] = cosines[rows[ok]]
+        return out
+
+    def seed_index(self, conn: sqlite3.Connection, graph: GraphIndex,
+                   kinds: tuple[str, ...]) -> SeedIndex:
+        """The label index of the seed-kind nodes, built on first use per generation."""
+        found = self._seeds.get(kinds)
+        if found is None:
+            found = SeedIndex.build(conn, graph, kinds, self.chunk_count)
+            self._seeds[kinds] = found
+        return found
+
+
+def build_operator(graph: GraphIndex, backend: str | None = None) -> Operator:
+    """Build the transition operator of ``graph`` (see :class:`Operator`).
+
+    ``backend`` is ``"scipy"`` (default when scipy imports) or ``"numpy"``.
+    """
+    started = time.perf_counter()
+    sparse = _scipy_sparse() if backend in (None, "scipy") else None
+    if backend is None:
+        backend = "scipy" if sparse is not None else "numpy"
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown PPR backend {backend!r} (choose from {', '.join(BACKENDS)})")
+    if backend == "scipy" and sparse is None:
+        raise ValueError("the scipy PPR backend needs scipy installed")
+    n = graph.n
+    counts = np.diff(graph.indptr)
+    rows64 = np.repeat(np.arange(n, dtype=np.int64), counts)
+    cols64 = graph.nbr.astype(np.int64)
+    weight = graph.weight.astype(np.float64)
+    strength = np.bincount(rows64, weights=weight, minlength=n) if len(weight) else np.zeros(n)
+    inv = np.zeros(n, dtype=np.float64)
+    np.divide(1.0, strength, out=inv, where=strength > 0)
+    # The undirected edge (u, v) carries x[u] * w / strength(u) into v: row v, column u.
+    coef = weight * inv[cols64] if len(weight) else np.zeros(0)
+    small = n < np.iinfo(np.int32).max and len(cols64) < np.iinfo(np.int32).max
+    itype = np.int32 if small else np.int64
+    cols = cols64.astype(itype)
+    indptr = graph.indptr.astype(itype)
+    matrix = None
+    rows = None
+    if backend == "scipy":
+        matrix = sparse.csr_matrix((coef, cols, indptr), shape=(n, n))
+        cols, coef, indptr = matrix.indices, matrix.data, matrix.indptr  # share, don't copy
+    else:
+        rows = rows64.astype(itype)
+    chunk_nodes = np.nonzero(graph.chunk_of >= 0)[0].astype(np.int64)
+    return Operator(
+        generation=graph.generation, n=n, backend=backend, indptr=indptr, cols=cols, coef=coef,
+        rows=rows, matrix=matrix, dangling=np.nonzero(strength <= 0)[0].astype(np.int64),
+        chunk_nodes=chunk_nodes, chunk_ids=graph.chunk_of[chunk_nodes].astype(np.int64),
+        chunk_count=connected_chunks(graph, rows64, cols64),
+        build_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def connected_chunks(graph: GraphIndex, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """How many chunks each node connects to, at least 1 (a seed's specificity).
+
+    A chunk's own neighbours count directly (a heading's section, an entity's
+    mentions); a document neighbour counts with all of its chunks (a tag or a
+    directory reaches chunks through the documents it tags or holds).
+    """
+    n = graph.n
+    is_chunk = graph.chunk_of >= 0
+    direct = np.bincount(rows, weights=is_chunk[cols].astype(np.float64), minlength=n)
+    doc_code = graph.code("doc")
+    if doc_code >= 0 and len(rows):
+        is_doc = graph.kind_code == doc_code
+        per_doc = np.where(is_doc, direct, 0.0)
+        direct = direct + np.bincount(rows, weights=per_doc[cols], minlength=n)
+    return np.maximum(direct, 1.0)
+
+
+_OPERATORS: weakref.WeakKeyDictionary[GraphIndex, Operator] = weakref.WeakKeyDictionary()
+
+
+def operator_for(graph: GraphIndex, backend: str | None = None) -> Operator:
+    """The cached operator of ``graph``: built once per graph index, i.e. per generation.
+
+    Keyed weakly by the index object, so the operator lives exactly as long
+    as the KB keeps that generation's index, and a sync (a new index) builds
+    a new one instead of reusing stale edges.
+    """
+    op = _OPERATORS.get(graph)
+    if op is None or (backend is not None and op.backend != backend):
+        op = build_operator(graph, backend)
+        _OPERATORS[graph] = op
+    return op
+
+
+# --- seeds --------------------------------------------------------------------------
+
+
+def _stem(term: str) -> str:
+    """A crude stem, the one ``pinakes.text.term_pattern`` uses: "ranking" ~ "ranked"."""
+    term = term.removesuffix("'s")
+    if CJK_RE.match(term) or len(term) <= 4:
+        return term
+    return term[: max(4, len(term) - 3)]
+
+
+def label_stems(text: str) -> list[str]:
+    """The distinct content stems of a label or query (stop words never match)."""
+    out: dict[str, None] = {}
+    for t in query_terms(text, keep_stopwords=True):
+        if t not in STOPWORDS:
+            s = _stem(t)
+            if s and s not in STOPWORDS:
+                out.setdefault(s, None)
+    return list(out)
+
+
+_TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+#: Longest label (in tokens) that can count as *named* in a query.
+MAX_NAME_TOKENS = 12
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """Lower-cased word tokens in order (CJK: one per character), stop words kept."""
+    return tuple(t.lower() for t in _TOKEN_RE.findall(text.replace("’", "'")))
+
+
+def _ngrams(toks: tuple[str, ...]) -> set[tuple[str, ...]]:
+    return {toks[i:j] for i in range(len(toks))
+            for j in range(i + 1, min(len(toks), i + MAX_NAME_TOKENS) + 1)}
+
+
+@dataclass
+class SeedIndex:
+    """Seed-kind nodes grouped into *phrases* (distinct label stem sets), with an inverted index.
+
+    A phrase is HippoRAG's phrase node: heading nodes are per document (so a
+    common heading does not weld documents together), but as a seed "How it
+    works" is one phrase present in many sections, and its specificity is
+    1/(all the chunks it connects to), not 1/(one section's chunks).
+    """
+
+    postings: dict[str, np.ndarray]  # stem -> phrase ids
+    idf: dict[str, float]  # over nodes: a stem in many labels is generic
+    mass: np.ndarray  # per phrase: sum of the IDF of its stems
+    chunks: np.ndarray  # per phrase: chunks its nodes connect to (>= 1)
+    indptr: np.ndarray  # phrase -> its nodes, CSR
+    nodes: np.ndarray  # node index, grouped by phrase
+    node_chunks: np.ndarray  # chunk count of each of those nodes
+    names: list[set[tuple[str, ...]]]  # per phrase: its labels' token sequences
+    max_idf: float
+
+    @classmethod
+    def build(cls, conn: sqlite3.Connection, graph: GraphIndex, kinds: Sequence[str],
+              chunk_count: np.ndarray) -> SeedIndex:
+        present = [k for k in kinds if graph.code(k) >= 0]
+        groups: dict[tuple[str, ...], list[int]] = {}
+        names: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+        df: dict[str, int] = {}
+        if present and graph.n:
+            marks = ",".join("?" * len(present))
+            rows = conn.execute(
+                f"SELECT id, kind, key, label FROM nodes WHERE kind IN ({marks}) ORDER BY id",
+                present,
+            ).fetchall()
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            pos = np.clip(np.searchsorted(graph.node_ids, ids), 0, graph.n - 1)
+            for r, p in zip(rows, pos, strict=True):
+                if graph.node_ids[p] != r[0]:
+                    continue  # a node the index does not hold (written after it loaded)
+                # Heading keys are "<doc>:<json path>", never a name; other kinds' keys are.
+                text = r[3] or ("" if r[1] == "heading" else r[2])
+                stems = tuple(sorted(label_stems(text)))
+                if stems:
+                    groups.setdefault(stems, []).append(int(p))
+                    names.setdefault(stems, set()).add(tokens(text)[:MAX_NAME_TOKENS + 1])
+                    for s in stems:
+                        df[s] = df.get(s, 0) + 1
+        total = sum(len(v) for v in groups.values())
+        idf = {s: math.log(1.0 + (total - d + 0.5) / (d + 0.5)) for s, d in df.items()}
+        phrases = list(groups)
+        postings: dict[str, list[int]] = {}
+        for i, stems in enumerate(phrases):
+            for s in stems:
+                postings.setdefault(s, []).append(i)
+        nodes = np.array([n for ph in phrases for n in groups[ph]], dtype=np.int64)
+        sizes = np.array([len(groups[ph]) for ph in phrases], dtype=np.int64)
+        indptr = np.zeros(len(phrases) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        node_chunks = chunk_count[nodes] if len(nodes) else np.zeros(0)
+        chunks = (np.add.reduceat(node_chunks, indptr[:-1]) if len(phrases)
+                  else np.zeros(0))
+        return cls(
+            postings={s: np.array(p, dtype=np.int64) for s, p in postings.items()}, idf=idf,
+            mass=np.array([sum(idf[s] for s in ph) for ph in phrases], dtype=np.float64),
+            chunks=np.maximum(chunks, 1.0), indptr=indptr, nodes=nodes, node_chunks=node_chunks,
+            names=[names[ph] for ph in phrases],
+            max_idf=math.log(1.0 + (total - 0.5) / 1.5) if total else 1.0,
+        )
+
+    def match(self, query: str, limit: int, partial: float = 0.0) -> list[tuple[int, float]]:
+        """``(phrase id, match score)`` of the best ``limit`` phrases the query names.
+
+        A phrase is **named** when one of its labels occurs in the query as a
+        whole (its words in order, case-insensitive: "Lothair II" in "When did
+        Lothair II's mother die?"), the prototype's "entity named in the
+        query"; its score is the rarity of its words among all labels (their
+        IDF over the IDF of a word unique to one label, capped at 1), so a
+        generic "Place of birth" counts less than "Lothair II". A phrase
+        whose stems cover at least ``partial`` (> 0) of its IDF mass without
+        being named (reordered, inflected, partial) is a **partial** match,
+        scored by that share times half the share of the query's IDF it
+        accounts for (below any full name); ``partial = 0`` (the default)
+        seeds named phrases only: on 2Wiki, partial matches ("Do or Die" for
+        "...mother die?") cost 13 points of multi-hop R@5. Ties go to the
+        more specific phrase (fewer chunks), then the lower id.
+        """
+        if limit <= 0 or not len(self.mass):
+            return []
+        stems = [s for s in label_stems(query) if s in self.postings]
+        if not stems:
+            return []
+        covered = np.zeros(len(self.mass), dtype=np.float64)
+        for s in stems:
+            covered[self.postings[s]] += self.idf[s]
+        q_mass = sum(self.idf[s] for s in stems)
+        cand = np.nonzero(covered > 0)[0]
+        share = covered[cand] / self.mass[cand]
+        grams = _ngrams(tokens(query))
+        named = np.array([share[i] >= 1.0 - 1e-9 and not grams.isdisjoint(self.names[c])
+                          for i, c in enumerate(cand)], dtype=bool)
+        score = np.where(
+            named, np.minimum(1.0, covered[cand] / self.max_idf),
+            np.where((partial > 0) & (share >= partial), share * covered[cand] / q_mass * 0.5, 0.0))
+        keep = score > 0
+        cand, score = cand[keep], score[keep]
+        order = np.lexsort((cand, self.chunks[cand], -score))[:limit]
+        return [(int(cand[i]), float(score[i])) for i in order]
+
+    def seed_mass(self, phrase: int, score: float) -> list[tuple[int, float]]:
+        """Reset mass of a matched phrase's nodes: ``score`` / its chunks, spread evenly per chunk.
+
+        The phrase's total is score/C (C: all the chunks it connects to, the
+        1/connected-chunk-count damping), shared among its nodes in proportion
+        to their own chunks, so each chunk behind the phrase receives the same.
+        """
+        lo, hi = int(self.indptr[phrase]), int(self.indptr[phrase + 1])
+        c = float(self.chunks[phrase])
+        return [(int(n), score * float(k) / (c * c))
+                for n, k in zip(self.nodes[lo:hi], self.node_chunks[lo:hi], strict=True)]
+
+
+# --- the walk -----------------------------------------------------------------------
+
+
+def personalized_pagerank(op: Operator, reset: np.ndarray, damping: float = 0.5,
+                          tolerance: float = 1e-6, max_iterations: int = 50,
+                          ) -> tuple[np.ndarray, int]:
+    """Power iteration of ``p = (1 - d) r + d (M p + dangling mass × r)``; ``(p, iterations)``.
+
+    ``r`` is ``reset`` normalised to sum 1 (a zero reset gives a zero
+    vector). Mass reaching a node without edges returns to the reset vector,
+    as in networkx's and igraph's PPR. Stops when an iteration changes ``p``
+    by less than ``tolerance`` in L1 norm.
+    """
+    total = float(reset.sum())
+    if total <= 0.0 or op.n == 0:
+        return np.zeros(op.n, dtype=np.float64), 0
+    r = reset.astype(np.float64) / total
+    p = r.copy()
+    keep = 1.0 - damping
+    iterations = 0
+    for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
+        nxt = op.matvec(p)
+        nxt *= damping
+        lost = float(p[op.dangling].sum()) if len(op.dangling) else 0.0
+        nxt += (keep + damping * lost) * r
+        err = float(np.abs(nxt - p).sum())
+        p = nxt
+        if err < tolerance:
+            break
+    return p, iterations
+
+
+def reset_vector(op: Operator, chunk_cos: np.ndarray, chunk_weight: float,
+                 seeds: Iterable[tuple[int, float]] = (),
+                 roots: Iterable[tuple[int, float]] = ()) -> np.ndarray:
+    """The unnormalised reset vector: chunk cosines × weight (clamped at 0) plus seed/root mass."""
+    r = np.zeros(op.n, dtype=np.float64)
+    if chunk_weight > 0 and len(op.chunk_nodes):
+        r[op.chunk_nodes] = chunk_weight * np.maximum(chunk_cos, 0.0)
+    for node, w in seeds:
+        r[node] += max(0.0, w)
+    for node, w in roots:
+        r[node] += max(0.0, w)
+    return r
+
+
+def top_chunks(op: Operator, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best chunks by PPR score, ties broken by chunk id (deterministic)."""
+    if limit <= 0 or not len(op.chunk_nodes):
+        return []
+    s = scores[op.chunk_nodes]
+    pos = np.nonzero(s > 0)[0]
+    if len(pos) > limit:
+        kth = np.partition(s[pos], len(pos) - limit)[len(pos) - limit]
+        pos = pos[s[pos] >= kth]
+    pos = pos[np.lexsort((op.chunk_ids[pos], -s[pos]))][:limit]
+    return [(int(op.chunk_ids[i]), float(s[i])) for i in pos]
+
+
+@dataclass
+class Trace:
+    """What the last search did (for benchmarks, tests and debugging)."""
+
+    iterations: int = 0
+    seeds: list[tuple[int, float]] = field(default_factory=list)
+    roots: int = 0
+    ms: float = 0.0
+
+
+def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
+            dense_ids: np.ndarray, cosines: np.ndarray, roots: Sequence[int] = (),
+            conn: sqlite3.Connection | None = None, limit: int = 100,
+            trace: Trace | None = None) -> list[tuple[int, float]]:
+    """The channel's ranking: ``(chunk_id, PPR score)``, best first, at most ``limit``."""
+    started = time.perf_counter()
+    seeds: list[tuple[int, float]] = []
+    if conn is not None and settings.seeds > 0 and settings.seed_weight > 0:
+        index = op.seed_index(conn, graph, settings.seed_kinds)
+        for phrase, score in index.match(query, settings.seeds, settings.seed_partial):
+            seeds += index.seed_mass(phrase, settings.seed_weight * score)
+    if settings.require_seeds and not seeds:
+        if trace is not None:
+            trace.iterations, trace.seeds, trace.roots = 0, [], 0
+            trace.ms = (time.perf_counter() - started) * 1000
+        return []
+    root_mass: list[tuple[int, float]] = []
+    if settings.final and settings.root_weight > 0 and roots:
+        where = graph.nodes_of_chunks(list(roots))
+        root_mass = [(where[c], settings.root_weight / rank)
+                     for rank, c in enumerate(roots, 1) if c in where]
+    r = reset_vector(op, op.chunk_cosines(dense_ids, cosines), settings.chunk_weight, seeds,
+                     root_mass)
+    p, iterations = personalized_pagerank(op, r, settings.damping, settings.tolerance,
+                                          settings.max_iterations)
+    out = top_chunks(op, p, limit) if iterations else []
+    if trace is not None:
+        trace.iterations, trace.seeds, trace.roots = iterations, seeds, len(root_mass)
+        trace.ms = (time.perf_counter() - started) * 1000
+    return out
+
+
+class PPRChannel:
+    """See the module docstring."""
+
+    name = "ppr"
+    #: What ``graph_fusion = "auto"`` means for this channel: the list *is* the ranking.
+    fusion = "final"
+
+    def __init__(self) -> None:
+        self.last = Trace()
+
+    def search(self, ctx: Any) -> list[tuple[int, float]]:
+        graph = ctx.kb.graph_index(ctx.store)
+        if graph.n_edges == 0:
+            return []  # no graph: fusion keeps its two lists
+        settings = Settings.from_config(ctx.config)
+        op = operator_for(graph)
+        limit = max(int(ctx.config.get("candidates", 100)), 1)
+        return run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
+                       cosines=ctx.cosines, roots=ctx.roots, conn=ctx.store.conn, limit=limit,
+                       trace=self.last)
+
+
+@hookimpl
+def register_graph_channels(register):  # type: ignore[no-untyped-def]
+    register(PPRChannel())

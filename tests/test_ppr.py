@@ -1,0 +1,434 @@
+"""The ``ppr`` graph channel (plugins/pinakes-ppr) and the ``graph_fusion`` setting."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from pinakes import hookimpl, plugins
+from pinakes.config import load_config
+from pinakes.errors import ConfigError, QueryError
+from pinakes.graph import GRAPH_SCHEMA, Edge, GraphIndex, GraphWriter, Node, doc_node
+from pinakes_ppr import (
+    Operator,
+    PPRChannel,
+    SeedIndex,
+    Settings,
+    Trace,
+    build_operator,
+    operator_for,
+    personalized_pagerank,
+    reset_vector,
+    run_ppr,
+    top_chunks,
+)
+
+# --- hand-built graphs -----------------------------------------------------------------
+
+
+def build(edges: list[tuple[Node, Node, str, float]]) -> tuple[GraphIndex, sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(GRAPH_SCHEMA)
+    w = GraphWriter(conn)
+    w.add([Edge(a, b, k, wt) for a, b, k, wt in edges], "test", None)
+    w.finish()
+    return GraphIndex.load(conn, 1), conn
+
+
+def C(i: int) -> Node:
+    return Node("chunk", str(i))
+
+
+def D(i: int) -> Node:
+    return doc_node(i)
+
+
+def T(name: str) -> Node:
+    return Node("tag", name, name, damp=True)
+
+
+def node_of(g: GraphIndex, kind: str, key: str) -> int:
+    return next(i for i in range(g.n) if g.kind(i) == kind and g.keys[i] == key)
+
+
+def cosines_for(op: Operator, values: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array(sorted(int(c) for c in op.chunk_ids), dtype=np.int64)
+    return ids, np.array([values.get(int(c), 0.0) for c in ids], dtype=np.float32)
+
+
+HAND = [
+    (C(1), D(1), "membership", 1.0), (C(2), D(1), "membership", 1.0), (C(1), C(2), "sibling", 1.0),
+    (C(3), D(2), "membership", 1.0), (C(4), D(3), "membership", 1.0),
+    (D(1), D(2), "authored", 2.0), (D(1), T("t"), "shared-tag", 1.0),
+    (D(3), T("t"), "shared-tag", 1.0), (D(2), T("t"), "shared-tag", 1.0),
+    (C(4), Node("heading", "3:x", "Boilers", damp=True), "in-section", 1.0),
+]
+
+
+def test_two_nodes_closed_form() -> None:
+    # a - b, all reset on a: p_a = 0.5 + 0.5 p_b, p_b = 0.5 p_a  =>  p = (2/3, 1/3)
+    g, _ = build([(C(1), C(2), "sibling", 1.0)])
+    op = build_operator(g)
+    r = np.zeros(g.n)
+    r[node_of(g, "chunk", "1")] = 1.0
+    p, _ = personalized_pagerank(op, r, 0.5, tolerance=1e-14, max_iterations=200)
+    assert p[node_of(g, "chunk", "1")] == pytest.approx(2 / 3, abs=1e-9)
+    assert p[node_of(g, "chunk", "2")] == pytest.approx(1 / 3, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["scipy", "numpy"])
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_matches_networkx_personalized_pagerank(backend: str, damping: float) -> None:
+    g, _ = build(HAND)
+    op = build_operator(g, backend)
+    ids, cos = cosines_for(op, {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
+    seeds = [(node_of(g, "tag", "t"), 0.7)]
+    r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, seeds)
+    p, iterations = personalized_pagerank(op, r, damping, tolerance=1e-13, max_iterations=500)
+    assert 1 < iterations < 500
+    # Reference: networkx on the same (hub-damped, undirected) weights.
+    G = nx.Graph()
+    G.add_nodes_from(range(g.n))
+    for u in range(g.n):
+        for j in range(g.indptr[u], g.indptr[u + 1]):
+            G.add_edge(u, int(g.nbr[j]), weight=float(g.weight[j]))
+    ref = nx.pagerank(G, alpha=damping, personalization={i: float(r[i]) for i in range(g.n)},
+                      weight="weight", tol=1e-15, max_iter=10_000)
+    assert max(abs(p[i] - ref[i]) for i in range(g.n)) < 1e-6
+    assert p.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_backends_agree() -> None:
+    g, _ = build(HAND)
+    a, b = build_operator(g, "scipy"), build_operator(g, "numpy")
+    x = np.linspace(0.1, 1.0, g.n)
+    assert np.allclose(a.matvec(x), b.matvec(x), atol=1e-12)
+    assert a.nbytes > 0 and b.nbytes > 0
+
+
+def test_reset_vector_clamps_negative_cosines_and_seeds() -> None:
+    g, _ = build(HAND)
+    op = build_operator(g)
+    ids, cos = cosines_for(op, {1: -0.8, 2: 0.5, 3: 0.0, 4: -0.01})
+    tag = node_of(g, "tag", "t")
+    r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, [(tag, -3.0)])
+    assert (r >= 0).all()
+    assert r[node_of(g, "chunk", "1")] == 0.0 and r[node_of(g, "chunk", "4")] == 0.0
+    assert r[node_of(g, "chunk", "2")] == pytest.approx(0.025)
+    assert r[tag] == 0.0
+    # Nothing positive to start from: no walk, an empty channel (fusion keeps two lists).
+    ids, cos = cosines_for(op, {1: -0.5, 2: -0.2, 3: -0.1, 4: -0.9})
+    out = run_ppr(op, g, Settings(require_seeds=False), query="anything", dense_ids=ids,
+                  cosines=cos)
+    assert out == []
+
+
+def test_hub_damping_weakens_popular_tags() -> None:
+    # Root chunk 0 in doc 0 shares a rare tag with doc 1 and a popular one with docs 2..11.
+    edges = [(C(i), D(i), "membership", 1.0) for i in range(12)]
+    edges += [(D(0), T("rare"), "shared-tag", 1.0), (D(1), T("rare"), "shared-tag", 1.0)]
+    edges += [(D(i), T("popular"), "shared-tag", 1.0) for i in [0, *range(2, 12)]]
+    g, conn = build(edges)
+    op = build_operator(g)
+    r = np.zeros(g.n)
+    r[node_of(g, "chunk", "0")] = 1.0
+    p, _ = personalized_pagerank(op, r, 0.5, tolerance=1e-12)
+    rare = p[node_of(g, "chunk", "1")]
+    popular = [p[node_of(g, "chunk", str(i))] for i in range(2, 12)]
+    assert rare > 5 * max(popular)
+    # As seeds, a tag counts 1/(chunks it connects to): the popular one seeds 1/11 as much.
+    index = SeedIndex.build(conn, g, ("tag",), op.chunk_count)
+    assert op.chunk_count[node_of(g, "tag", "popular")] == 11
+    assert op.chunk_count[node_of(g, "tag", "rare")] == 2
+    found = {int(index.nodes[index.indptr[ph]]): sc for ph, sc in index.match("rare popular", 5)}
+    rare_mass = index.seed_mass(next(ph for ph, _ in index.match("rare", 5)), 1.0)
+    popular_mass = index.seed_mass(next(ph for ph, _ in index.match("popular", 5)), 1.0)
+    assert set(found) == {node_of(g, "tag", "rare"), node_of(g, "tag", "popular")}
+    assert rare_mass[0][1] == pytest.approx(1 / 2) and popular_mass[0][1] == pytest.approx(1 / 11)
+
+
+def test_seed_matching_prefers_the_specific_label() -> None:
+    heading = lambda d, label: Node("heading", f"{d}:{label}", label, damp=True)  # noqa: E731
+    edges = [(C(i), D(i), "membership", 1.0) for i in range(1, 7)]
+    edges += [(C(i), heading(i, "How it works"), "in-section", 1.0) for i in range(1, 5)]
+    edges += [(C(5), heading(5, "The idea: late interaction"), "in-section", 1.0)]
+    edges += [(C(6), heading(6, "Introduction"), "in-section", 1.0)]
+    edges += [(D(5), T("late-interaction"), "shared-tag", 1.0)]
+    g, conn = build(edges)
+    op = build_operator(g)
+    index = SeedIndex.build(conn, g, ("tag", "heading", "entity"), op.chunk_count)
+    got = index.match("How does late interaction work?", 5, 0.5)
+    labels = [conn.execute("SELECT label FROM nodes WHERE id = ?",
+                           (int(g.node_ids[index.nodes[index.indptr[ph]]]),)).fetchone()[0]
+              for ph, _ in got]
+    assert labels[0] == "late-interaction"  # named in full, most of the query
+    assert labels.index("The idea: late interaction") < labels.index("How it works")
+    assert "Introduction" not in labels
+    # "How it works" is one phrase over four sections: its mass is spread over all four.
+    ph = next(p for p, _ in got if labels[[q for q, _ in got].index(p)] == "How it works")
+    mass = index.seed_mass(ph, 1.0)
+    assert len(mass) == 4 and sum(w for _, w in mass) == pytest.approx(1 / 4)
+    assert index.match("what is for dinner", 5, 0.5) == []
+
+
+def test_only_labels_named_in_full_seed_by_default() -> None:
+    entity = lambda name: Node("entity", name.lower(), name)  # noqa: E731
+    edges = [(C(1), entity("Lothair II"), "mentions", 1.0), (C(2), entity("Do or Die"), "mentions", 1.0),
+             (C(3), entity("Lothair"), "mentions", 1.0), (C(1), D(1), "membership", 1.0)]
+    g, conn = build(edges)
+    op = build_operator(g)
+    index = SeedIndex.build(conn, g, ("entity",), op.chunk_count)
+
+    def named(query: str, partial: float = 0.0) -> set[str]:
+        return {g.keys[int(index.nodes[index.indptr[ph]])] for ph, _ in index.match(query, 5, partial)}
+
+    assert named("When did Lothair II's mother die?") == {"lothair ii", "lothair"}
+    assert named("When did lothair ii die") == {"lothair ii", "lothair"}  # case-insensitive
+    assert named("Who is II Lothair?") == {"lothair"}  # words out of order: not named
+    assert "do or die" in named("When did Lothair II's mother die?", partial=0.5)
+
+
+def test_top_chunks_is_deterministic_with_ties() -> None:
+    g, _ = build([(C(5), D(1), "membership", 1.0), (C(3), D(1), "membership", 1.0),
+                  (C(9), D(1), "membership", 1.0)])
+    op = build_operator(g)
+    ids, cos = cosines_for(op, {5: 0.5, 3: 0.5, 9: 0.5})
+    s = Settings(require_seeds=False)
+    first = run_ppr(op, g, s, query="x", dense_ids=ids, cosines=cos)
+    assert [c for c, _ in first] == [3, 5, 9]  # equal scores: by chunk id
+    assert first == run_ppr(op, g, s, query="x", dense_ids=ids, cosines=cos)
+    assert top_chunks(op, np.zeros(g.n), 10) == []
+
+
+def test_empty_graph_operator_and_settings() -> None:
+    g, _ = build([])
+    op = build_operator(g)
+    assert op.n == 0
+    p, iterations = personalized_pagerank(op, np.zeros(0))
+    assert iterations == 0 and len(p) == 0
+    s = Settings.from_config({"ppr_seed_kinds": "tag|entity", "graph_fusion": "final"})
+    assert s.seed_kinds == ("entity", "tag") and s.final
+    with pytest.raises(ConfigError, match="ppr_damping"):
+        Settings.from_config({"ppr_damping": 1.0})
+
+
+# --- through a KB --------------------------------------------------------------------
+
+ENTITY_RE = re.compile(r"\b(Valve 7731|Orla Quist|Harbour Works)\b")
+
+
+class _Mentions:
+    """A test deriver standing in for the NER plugin: chunk ↔ entity "mentions" edges."""
+
+    name = "test-mentions"
+
+    def derive(self, doc, conn):
+        for chunk in doc.chunks:
+            for name in sorted(set(ENTITY_RE.findall(chunk.text))):
+                yield Edge(Node("chunk", str(chunk.id)),
+                           Node("entity", name.lower(), name, damp=True), "mentions", 1.0)
+
+
+class _MentionsPlugin:
+    @hookimpl
+    def register_edge_derivers(self, register):
+        register(_Mentions())
+
+
+@pytest.fixture
+def mentions():
+    plugins.load_plugins()
+    plugin = _MentionsPlugin()
+    plugins.pm.register(plugin, name="test-mentions")
+    try:
+        yield
+    finally:
+        plugins.pm.unregister(plugin)
+
+
+BRIDGE = {
+    "people/quist.md": "# Orla Quist\n\nOrla Quist was the engineer in charge at Harbour Works "
+                       "for thirty years.\n",
+    "sites/harbour.md": "# Harbour Works\n\nThe pumping station at Harbour Works relies on "
+                        "Valve 7731 to hold the line pressure.\n",
+    "parts/valve.md": "# Part catalogue\n\nValve 7731, fitted at Harbour Works, opens at three bar "
+                      "and was cast in bronze.\n",
+}
+
+
+def _noise(n: int) -> dict[str, str]:
+    return {f"noise/n{i}.md": f"# Valve note {i}\n\nValves at pumping stations hold pressure; note {i}.\n"
+            for i in range(n)}
+
+
+def test_ppr_lifts_a_document_that_mentions_what_the_query_names(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(8)})
+    kb.sync()
+    q = "Which alloy was used for the component at Orla Quist's employer?"
+
+    def rank(channel: str) -> int:
+        res = kb.search(q, k=11, channel=channel)
+        return [h.path for h in res.hits].index("sites/harbour.md")
+
+    # The query names Orla Quist (an entity seed); her page mentions Harbour Works, and
+    # so does the site's page: two entity hops the hybrid cannot see.
+    assert rank("ppr") < rank("off")
+    hit = next(h for h in kb.search(q, k=11, channel="ppr").hits if h.path == "sites/harbour.md")
+    assert hit.ranks["graph"] is not None and hit.ranks["dense"] is not None
+    assert PPRChannel.name == "ppr"
+
+
+def test_final_fusion_makes_the_channel_list_the_ranking(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(6)}, config='[retrieval]\ngraph_fusion = "final"\n')
+    kb.sync()
+    q = "What was Orla Quist's station's valve made of?"
+    res = kb.search(q, k=6, channel="ppr")
+    assert [h.ranks["graph"] for h in res.hits] == list(range(1, 7))
+    assert all("lexical" in h.ranks and "dense" in h.ranks for h in res.hits)
+    scores = [h.score for h in res.hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] > 0
+    # The fused (three-list) top score carries over, so calibration and priors, which
+    # read fused scores, see the usual scale.
+    kb.config.data["retrieval"]["graph_fusion"] = "rrf"
+    fused_top = kb.search(q, k=6, channel="ppr").hits[0].score
+    assert scores[0] == pytest.approx(fused_top, rel=1e-4)
+
+
+def test_operator_is_reused_across_queries_and_rebuilt_after_sync(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(3)})
+    kb.sync()
+    kb.search("Orla Quist", channel="ppr")
+    g1 = kb.graph_index(kb.reader())
+    op1 = operator_for(g1)
+    kb.search("Valve 7731 bronze", channel="ppr")
+    assert kb.graph_index(kb.reader()) is g1 and operator_for(g1) is op1
+    assert op1.generation == g1.generation
+    (kb.root / "parts/gasket.md").write_text("# Gasket\n\nValve 7731 needs a new gasket.\n",
+                                             encoding="utf-8")
+    kb.sync()
+    kb.search("Valve 7731 gasket", channel="ppr")
+    g2 = kb.graph_index(kb.reader())
+    op2 = operator_for(g2)
+    assert g2 is not g1 and op2 is not op1
+    assert op2.generation > op1.generation and op2.n > op1.n
+
+
+def test_determinism_through_search(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(4)})
+    kb.sync()
+    q = "Harbour Works pressure valve"
+    a = [(h.chunk_id, h.score, h.ranks) for h in kb.search(q, channel="ppr").hits]
+    kb.invalidate()  # a fresh index, a fresh operator: same answer
+    b = [(h.chunk_id, h.score, h.ranks) for h in kb.search(q, channel="ppr").hits]
+    assert a == b
+
+
+def test_empty_graph_gives_an_empty_channel_and_search_unchanged(make_kb, monkeypatch) -> None:
+    kb = make_kb({"a.md": "# A\n\nthe lighthouse keeper\n", "b.md": "# B\n\nfresh bread\n"})
+    monkeypatch.setattr(kb, "edge_derivers", lambda: {})
+    kb.sync()
+    off = kb.search("lighthouse", channel="off")
+    for fusion in ("auto", "rrf", "final"):
+        kb.config.data["retrieval"]["graph_fusion"] = fusion
+        ppr = kb.search("lighthouse", channel="ppr")
+        assert [(h.chunk_id, h.score) for h in off.hits] == [(h.chunk_id, h.score) for h in ppr.hits]
+        assert all(h.ranks.get("graph") is None for h in ppr.hits)
+
+
+def test_a_kb_without_the_plugin_behaves_as_before(make_kb, monkeypatch) -> None:
+    kb = make_kb({**BRIDGE, **_noise(3)})
+    kb.sync()
+    base = [(h.chunk_id, h.score, h.ranks) for h in kb.search("Harbour Works valve").hits]
+    others = {k: v for k, v in plugins.get_graph_channels().items() if k != "ppr"}
+    monkeypatch.setattr(kb, "graph_channels", lambda: others)
+    with pytest.raises(QueryError, match="unknown graph channel 'ppr'"):
+        kb.search("Harbour Works valve", channel="ppr")
+    # graph_fusion only matters when a channel runs: without one, nothing changes.
+    kb.config.data["retrieval"]["graph_fusion"] = "final"
+    assert [(h.chunk_id, h.score, h.ranks) for h in kb.search("Harbour Works valve").hits] == base
+    kb.config.data["retrieval"]["graph_fusion"] = "sideways"
+    with pytest.raises(QueryError, match="graph_fusion"):
+        kb.search("Harbour Works valve")
+
+
+def test_graph_fusion_is_validated_in_config(tmp_path) -> None:
+    (tmp_path / "pinakes.toml").write_text('[retrieval]\ngraph_fusion = "last"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="graph_fusion"):
+        load_config(tmp_path)
+    (tmp_path / "pinakes.toml").write_text(
+        '[retrieval]\ngraph_fusion = "final"\nppr_chunk_weight = 0.01\n', encoding="utf-8")
+    cfg = load_config(tmp_path).retrieval
+    s = Settings.from_config(cfg)
+    assert s.final and s.chunk_weight == 0.01 and s.damping == 0.5
+
+
+def test_eval_matrix_selects_ppr_variants() -> None:
+    from pinakes.evaluation.runner import parse_matrix
+
+    settings = parse_matrix(
+        "off,expand,ppr,ppr+final,ppr+graph_weight=0.5,ppr+ppr_chunk_weight=0.01+ppr_damping=0.6",
+        {"expand": None, "ppr": None},
+    )
+    by = {s.name: s for s in settings}
+    assert by["ppr"].channel == "ppr" and not by["ppr"].overrides
+    assert dict(by["ppr+final"].overrides) == {"graph_fusion": "final"}
+    assert dict(by["ppr+graph_weight=0.5"].overrides) == {"graph_weight": 0.5}
+    assert dict(by["ppr+ppr_chunk_weight=0.01+ppr_damping=0.6"].overrides) == {
+        "ppr_chunk_weight": 0.01, "ppr_damping": 0.6}
+
+
+def test_trace_reports_iterations_and_seeds(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(2)})
+    kb.sync()
+    store = kb.reader()
+    with store.snapshot() as conn:
+        g = kb.graph_index(store)
+        dense = kb.dense_index(store)
+        cos = dense.matrix @ kb.embedder.embed_query("Orla Quist")
+        trace = Trace()
+        out = run_ppr(operator_for(g), g, Settings(), query="Orla Quist", dense_ids=dense.ids,
+                      cosines=cos, conn=conn, trace=trace)
+    assert out and trace.iterations > 1
+    assert any(g.kind(n) == "entity" and g.keys[n] == "orla quist" for n, _ in trace.seeds)
+
+
+def test_no_named_seed_means_no_list_and_the_hybrid_stands(make_kb, mentions) -> None:
+    kb = make_kb({**BRIDGE, **_noise(4)})
+    kb.sync()
+    q = "pressure held at pumping stations"  # names no tag, heading or entity
+    off = [(h.chunk_id, h.score) for h in kb.search(q, channel="off").hits]
+    ppr = kb.search(q, channel="ppr")
+    assert [(h.chunk_id, h.score) for h in ppr.hits] == off
+    assert all(h.ranks["graph"] is None for h in ppr.hits)
+    kb.config.data["retrieval"]["ppr_require_seeds"] = False
+    assert any(h.ranks["graph"] is not None for h in kb.search(q, channel="ppr").hits)
+
+
+class _Fixed:
+    """A channel with no ``fusion`` attribute: ``auto`` must fuse it by RRF."""
+
+    name = "fixed"
+
+    def __init__(self, order: list[int]) -> None:
+        self.order = order
+
+    def search(self, ctx):
+        return [(cid, 1.0 / (i + 1)) for i, cid in enumerate(self.order)]
+
+
+def test_auto_fusion_asks_the_channel(make_kb, monkeypatch) -> None:
+    kb = make_kb({**BRIDGE, **_noise(4)})
+    kb.sync()
+    q = "Harbour Works valve"
+    ids = [h.chunk_id for h in kb.search(q, k=7, channel="off").hits]
+    fixed = _Fixed(list(reversed(ids)))
+    monkeypatch.setattr(kb, "graph_channels", lambda: {"fixed": fixed, "ppr": PPRChannel()})
+    auto = [h.chunk_id for h in kb.search(q, k=7, channel="fixed").hits]
+    assert auto != fixed.order  # RRF: the hybrid's lists still count
+    kb.config.data["retrieval"]["graph_fusion"] = "final"
+    assert [h.chunk_id for h in kb.search(q, k=7, channel="fixed").hits] == fixed.order
+    assert PPRChannel.fusion == "final"
