@@ -77,7 +77,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "ppr_seed_partial": 0.0,
         "ppr_root_weight": 0.005,
         "ppr_require_seeds": True,
-        "ppr_tolerance": 1e-6,
+        "ppr_tolerance": 1e-4,
         "ppr_max_iterations": 50,
     },
     "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},

@@ -295,17 +295,20 @@ def hybrid_search(
                 roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
             )
             graph_hits = (graph.search(ctx) or [])[:n_cand]
-            lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits]
-            # Evidence weighting again: a chunk the channel scores far below its best
-            # (a weak hub spoke next to an authored link) counts for less.
-            top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
-            lists.weight["graph"] = {
-                int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
-                for cid, sc in graph_hits
-            }
-            fused = _fuse(lists, channel_weights, rrf_k)
-            if fusion == "final" and graph_hits:
-                fused = _final_ranking(graph_hits, fused)
+            # An empty list (a sparse graph, nothing to add) leaves the two-list search
+            # exactly as it was: no "graph" list, so the calibration still applies.
+            if graph_hits:
+                lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits]
+                # Evidence weighting again: a chunk the channel scores far below its best
+                # (a weak hub spoke next to an authored link) counts for less.
+                top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
+                lists.weight["graph"] = {
+                    int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
+                    for cid, sc in graph_hits
+                }
+                fused = _fuse(lists, channel_weights, rrf_k)
+                if fusion == "final":
+                    fused = _final_ranking(graph_hits, fused)
             timings["graph"] = (time.perf_counter() - t3) * 1000
         if float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"]) or \
                 float(cfg["index_prior"]):

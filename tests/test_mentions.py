@@ -48,6 +48,17 @@ def test_normalisation_folds_case_articles_possessives_and_rejects_non_names() -
     assert title_names("Paris") == [("paris", "Paris")]
 
 
+def test_near_duplicate_candidates_need_word_containment() -> None:
+    from pinakes_mentions.names import contains, initials, words
+
+    def inside(a: str, b: str) -> bool:
+        return contains(words(a), words(b), initials(a))
+
+    assert inside("curie", "marie curie") and inside("m. curie", "marie curie")
+    assert not inside("william v", "william vi")  # a numeral is not an initial
+    assert not inside("pierre curie", "marie curie")
+
+
 def test_matcher_counts_whole_words_case_insensitively() -> None:
     m = Matcher(["art", "marie curie", "curie", "new york", "東京"])
     text = fold("Art and artists: Marie Curie met Curie's ART teacher in New\nYork; 東京に行った.")
@@ -245,13 +256,15 @@ def test_near_duplicates_are_linked_by_label_embeddings(make_kb) -> None:
         "marie.md": "# Marie Curie\n\nPhysicist, two Nobel prizes.\n",
         "crater.md": "# Curie (crater)\n\nA lunar crater.\n",
         "pierre.md": "# Pierre Curie\n\nPhysicist, husband.\n",
+        "letters.md": "# M. Curie (letters)\n\nLetters signed with an initial.\n",
         "notes.md": "# Lab notes\n\nToday Curie measured the sample again.\n",
     }
-    kb = make_kb(files, config=ON + "entity_alias_threshold = 0.7\n")
+    kb = make_kb(files, config=ON + "entity_alias_threshold = 0.65\n")
     kb.sync()
     rows = kb.reader().conn.execute("SELECT a, b, sim FROM entity_aliases").fetchall()
     pairs = {(a, b) for a, b, _ in rows}
     assert ("curie", "marie curie") in pairs and ("marie curie", "curie") in pairs
+    assert ("m. curie", "marie curie") in pairs  # an initial stands for a word
     assert ("marie curie", "pierre curie") not in pairs  # no word-containment: never a candidate
     aliases = mention_edges(kb, "alias")
     # the chunk naming "Curie" also reaches the entity "Marie Curie", more weakly
@@ -294,3 +307,35 @@ def test_plugin_is_listed_by_pnk_plugins() -> None:
                           timeout=60, check=True)
     found = {p["name"]: p for p in json.loads(proc.stdout)}
     assert found["mentions"]["registers"] == {"register_edge_derivers": ["mentions"]}
+
+
+def test_pnk_doctor_shows_entity_hubs(make_kb) -> None:
+    kb = make_kb(DOCS, config=ON)
+    kb.sync()
+    hubs = kb.doctor()["hubs"]
+    assert any(h["kind"] == "entity" and h["label"] == "Paris" for h in hubs)
+
+
+def test_a_dataset_kb_switches_derivers_on_without_re_embedding(tmp_path: Path, embedder) -> None:
+    """``pnk eval --dataset DIR --graph mentions``: the cached KB gains entity edges."""
+    from pinakes.evaluation.dataset import load_dataset, materialise
+
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    passages = [("p1", "Lothair II", "Lothair II was a king; his mother was Ermengarde of Tours."),
+                ("p2", "Ermengarde of Tours", "Ermengarde of Tours died on 20 March 851."),
+                ("p3", "Bread", "Flour and water.")]
+    (ds / "corpus.jsonl").write_text("".join(
+        json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in passages))
+    (ds / "queries.jsonl").write_text(json.dumps(
+        {"id": "q", "text": "When did Lothair II's mother die?", "relevant": ["p1", "p2"],
+         "class": "multi-hop"}) + "\n")
+    plain = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder)
+    assert "mentions" not in plain.kb.edge_derivers()
+    on = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder, graph=("mentions",))
+    assert on.kb.root == plain.kb.root and on.sync.rebuilt and on.sync.chunks_embedded == 0
+    assert ("passages/p1.md", "ermengarde of tours") in mention_edges(on.kb)
+    pnk = Path(sys.executable).with_name("pnk")
+    proc = subprocess.run([str(pnk), "eval", "--golden", "x.yaml", "--graph", "mentions"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "--graph applies to --dataset only" in proc.stderr

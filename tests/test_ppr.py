@@ -403,7 +403,8 @@ def test_no_named_seed_means_no_list_and_the_hybrid_stands(make_kb, mentions) ->
     off = [(h.chunk_id, h.score) for h in kb.search(q, channel="off").hits]
     ppr = kb.search(q, channel="ppr")
     assert [(h.chunk_id, h.score) for h in ppr.hits] == off
-    assert all(h.ranks["graph"] is None for h in ppr.hits)
+    assert all(h.ranks.get("graph") is None for h in ppr.hits)
+    assert ppr.confidence == kb.search(q, channel="off").confidence  # calibration still applies
     kb.config.data["retrieval"]["ppr_require_seeds"] = False
     assert any(h.ranks["graph"] is not None for h in kb.search(q, channel="ppr").hits)
 

@@ -24,6 +24,7 @@ _WS = re.compile(r"\s+")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _PAREN_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_INITIAL = re.compile(r"(?<![^\W_])([^\W\d_])\.", re.UNICODE)
 # Stripped from both ends of a name; brackets are kept (a key may be "foo (film)").
 _EDGE = " \t\"'`“”‘’.,;:!?*_#|~-–—/\\"
 MAX_KEY_CHARS = 120
@@ -89,10 +90,17 @@ def tokens(key: str) -> list[str]:
     return [t for t in _WORD.findall(key) if len(t) > 1 and t not in STOPWORDS]
 
 
-def contains(small: list[str], big: list[str]) -> bool:
-    """True when every word of ``small`` is in ``big`` (a one-letter word matches an initial).
+def initials(key: str) -> frozenset[str]:
+    """The one-letter words of a key written as initials ("m." in "m. curie")."""
+    return frozenset(_INITIAL.findall(key))
 
-    ``["curie"]`` and ``["m", "curie"]`` are both contained in ``["marie", "curie"]``.
+
+def contains(small: list[str], big: list[str], abbreviated: frozenset[str] = frozenset()) -> bool:
+    """True when every word of ``small`` is in ``big``; an initial matches a word it begins.
+
+    ``["curie"]`` and (with ``abbreviated={"m"}``) ``["m", "curie"]`` are both
+    contained in ``["marie", "curie"]``. Only a letter written with a full stop
+    is an initial: "William V" is not contained in "William VI".
     """
     if not small:
         return False
@@ -100,7 +108,7 @@ def contains(small: list[str], big: list[str]) -> bool:
     for t in small:
         if t in bigset:
             continue
-        if len(t) == 1 and any(u.startswith(t) for u in big):
+        if t in abbreviated and any(u.startswith(t) for u in big):
             continue
         return False
     return True
@@ -158,6 +166,29 @@ class Matcher:
         for _, _, key in spans:
             found[key] += 1
         return found
+
+
+def candidate_names(text: str, longest: int = MAX_KEY_CHARS) -> set[str]:
+    """Every substring of ``text`` (folded) that :class:`Matcher` could match as a name.
+
+    A match starts after a non-word character (or at the start) and ends before
+    one (or at the end), and names never begin or end with a space. Used to look
+    names up by key for a few chunks instead of building an automaton over all
+    of them; exact for text without CJK (which has no boundaries to rely on).
+    """
+    n = len(text)
+    starts = [i for i in range(n) if text[i] != " " and (i == 0 or not _is_word(text[i - 1]))]
+    ends = [j for j in range(n) if text[j] != " " and (j == n - 1 or not _is_word(text[j + 1]))]
+    out: set[str] = set()
+    k = 0
+    for i in starts:
+        while k < len(ends) and ends[k] < i:
+            k += 1
+        for j in ends[k:]:
+            if j - i >= longest:
+                break
+            out.add(text[i : j + 1])
+    return out
 
 
 def _is_word(ch: str) -> bool:

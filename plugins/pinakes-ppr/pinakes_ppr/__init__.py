@@ -21,7 +21,7 @@ knobs set by ``pnk eval`` (``docs/benchmarks.md``, "PPR channel"):
   weight, the more a named seed outweighs the cosine background.
   **Roots**: the fused top hits get ``ppr_root_weight`` / rank, so the
   ranking keeps the hybrid's lexical evidence; it must stay small (0.02
-  cost 2Wiki 7 points of multi-hop R@5; 0 cost the example KB 2);
+  cost 2Wiki 6 points of multi-hop R@5; 0 cost the example KB 4);
 * no seed, no list (``ppr_require_seeds``): without a named seed the walk
   only smooths cosines over the graph, which ranked worse than the hybrid,
   so the channel answers nothing and the hybrid ranking stands;
@@ -45,7 +45,7 @@ sharing their words (the per-document heading "How it works" in many
 documents) are one *phrase*: one seed whose specificity counts all their
 chunks. ``ppr_seed_partial`` > 0 also admits labels whose words the query
 covers only partly or out of order; on 2Wiki that admitted "Do or Die" for
-"...mother die?" and cost 13 points.
+"...mother die?" and cost 11 points.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ DEFAULTS: dict[str, Any] = {
     "ppr_seed_partial": 0.0,
     "ppr_root_weight": 0.005,
     "ppr_require_seeds": True,
-    "ppr_tolerance": 1e-6,
+    "ppr_tolerance": 1e-4,
     "ppr_max_iterations": 50,
 }
 
@@ -110,7 +110,7 @@ class Settings:
     seed_partial: float = 0.0  # 0: only labels named in full seed
     root_weight: float = 0.005
     require_seeds: bool = True  # no seed: no list (the hybrid ranking stands)
-    tolerance: float = 1e-6
+    tolerance: float = 1e-4  # L1; 1e-6 ranked 2Wiki identically in twice the iterations
     max_iterations: int = 50
     final: bool = True  # the list is the final ranking ("final", or "auto"): roots get mass
 
@@ -167,7 +167,7 @@ class Operator:
     chunk_ids: np.ndarray  # int64 chunk id of each of those
     chunk_count: np.ndarray  # float64 chunks each node connects to (>= 1): seed specificity
     build_ms: float = 0.0
-    _dense: tuple[int, int, np.ndarray] | None = None  # (id(dense.ids), len, rows)
+    _dense: tuple[np.ndarray, np.ndarray] | None = None  # (the dense ids it maps, rows)
     _seeds: dict[tuple[str, ...], SeedIndex] = field(default_factory=dict)
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
@@ -198,15 +198,14 @@ class Operator:
         The chunk-node → dense-row map is cached for the dense index it was
         computed against (same generation, same array), so a query pays one gather.
         """
-        key = (id(dense_ids), len(dense_ids))
-        if self._dense is None or self._dense[:2] != key:
+        if self._dense is None or self._dense[0] is not dense_ids:
             rows = np.full(len(self.chunk_ids), -1, dtype=np.int64)
             if len(dense_ids) and len(self.chunk_ids):
                 pos = np.clip(np.searchsorted(dense_ids, self.chunk_ids), 0, len(dense_ids) - 1)
                 ok = dense_ids[pos] == self.chunk_ids
                 rows[ok] = pos[ok]
-            self._dense = (key[0], key[1], rows)
-        rows = self._dense[2]
+            self._dense = (dense_ids, rows)
+        rows = self._dense[1]
         out = np.zeros(len(rows), dtype=np.float64)
         ok = rows >= 0
         if len(cosines):
@@ -374,15 +373,21 @@ class SeedIndex:
             ).fetchall()
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             pos = np.clip(np.searchsorted(graph.node_ids, ids), 0, graph.n - 1)
-            for r, p in zip(rows, pos, strict=True):
-                if graph.node_ids[p] != r[0]:
-                    continue  # a node the index does not hold (written after it loaded)
+            seen: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+            held = graph.node_ids[pos] == ids  # nodes written after the index loaded: skip
+            for r, p, ok in zip(rows, pos, held, strict=True):
+                if not ok:
+                    continue
                 # Heading keys are "<doc>:<json path>", never a name; other kinds' keys are.
                 text = r[3] or ("" if r[1] == "heading" else r[2])
-                stems = tuple(sorted(label_stems(text)))
+                parsed = seen.get(text)
+                if parsed is None:  # labels repeat ("Introduction" in every document)
+                    parsed = (tuple(sorted(label_stems(text))), tokens(text)[:MAX_NAME_TOKENS + 1])
+                    seen[text] = parsed
+                stems, toks = parsed
                 if stems:
                     groups.setdefault(stems, []).append(int(p))
-                    names.setdefault(stems, set()).add(tokens(text)[:MAX_NAME_TOKENS + 1])
+                    names.setdefault(stems, set()).add(toks)
                     for s in stems:
                         df[s] = df.get(s, 0) + 1
         total = sum(len(v) for v in groups.values())
@@ -421,7 +426,7 @@ class SeedIndex:
         scored by that share times half the share of the query's IDF it
         accounts for (below any full name); ``partial = 0`` (the default)
         seeds named phrases only: on 2Wiki, partial matches ("Do or Die" for
-        "...mother die?") cost 13 points of multi-hop R@5. Ties go to the
+        "...mother die?") cost 11 points of multi-hop R@5. Ties go to the
         more specific phrase (fewer chunks), then the lower id.
         """
         if limit <= 0 or not len(self.mass):
@@ -463,7 +468,7 @@ class SeedIndex:
 
 
 def personalized_pagerank(op: Operator, reset: np.ndarray, damping: float = 0.5,
-                          tolerance: float = 1e-6, max_iterations: int = 50,
+                          tolerance: float = 1e-4, max_iterations: int = 50,
                           ) -> tuple[np.ndarray, int]:
     """Power iteration of ``p = (1 - d) r + d (M p + dangling mass × r)``; ``(p, iterations)``.
 
