@@ -299,6 +299,12 @@ def test_mentions_answer_a_question_only_a_shared_entity_connects(make_kb) -> No
     paths = [h.path for h in ex.hits]
     assert "people/edith.md" in paths
     assert ex.hits[paths.index("people/edith.md")].ranks["graph"] is not None
+    # PPR seeds the entity the query names ("Harbour Lighthouse", by its label) and walks
+    # on through the entity its chunk mentions
+    named = "where did the keeper of the Harbour Lighthouse grow up"
+    if "ppr" in kb.graph_channels():
+        assert "people/edith.md" in [h.path for h in kb.search(named, k=3, channel="ppr").hits]
+        assert "people/edith.md" not in [h.path for h in plain.search(named, k=3, channel="ppr").hits]
 
 
 def test_plugin_is_listed_by_pnk_plugins() -> None:

@@ -4,10 +4,14 @@ The *vocabulary* is every name some document contributes: its title, the
 title without a trailing parenthetical, front-matter ``aliases`` (and, in the
 ``ner`` subclass, the names spaCy finds in its text). A chunk *mentions* a
 name when its text (with its own heading) contains it, case-insensitively, on
-word boundaries, whichever document the name came from; a document's chunks
-always mention its own title. That turns Obsidian's "unlinked mentions" into
-graph structure: the one free edge class that bridges documents which share no
-folder, tag or link (research §3).
+word boundaries, whichever document the name came from; a name found only
+inside a longer one ("Andy" in "Andy Summers") names someone else and does not
+count. A document's chunks always mention its own title: once for being its
+title, plus once per time their text names it. That turns Obsidian's "unlinked
+mentions" into graph structure: the one free edge class that bridges documents
+which share no folder, tag or link (research §3). On 2Wiki the two rules above
+(longest match, title once plus mentions) were together worth ~2 points of
+multi-hop R@2 and R@5 over the prototype's rules (docs/benchmarks.md).
 
 Everything is incremental. The plugin keeps, in its own store tables, who
 contributes which name (``entity_names``), which chunk names which key how
@@ -23,14 +27,17 @@ reference prototype measured that without the cap entity edges *hurt*
 (research/measurements.md). The cap is re-checked every sync, so a name that
 grows popular loses its edges and the documents naming it are re-derived.
 
-**Weights.** ``count / mentions in the chunk``: a chunk that names one entity
-three times and another once gives them 0.75 and 0.25 (DESIGN §5), so a
-list-like chunk naming forty things spreads its weight thin.
+**Weights.** ``count / mentions in the chunk`` (DESIGN §5), times
+``[graph] entity_weight`` (1): a chunk that names one entity three times and
+another once gives them 0.75 and 0.25, so a list-like chunk naming forty
+things spreads its weight thin. Entity nodes are not degree-damped by default:
+the cap already removes the popular ones, and damping cost PPR 4–6 points on
+2Wiki.
 
 **Near-duplicates** ("Marie Curie", "Curie", "M. Curie"), when
 ``[graph] entity_alias_threshold`` is above 0: candidate pairs are names one
-of whose words are all in the other (an initial matches a word: cheap,
-indexed, and it keeps "John Smith" away from "John Brown"); a pair is kept
+of whose words are all in the other (an initial written "M." matches a word:
+cheap, indexed, and it keeps "John Smith" away from "John Brown"); a pair is kept
 when the cosine of the two names' embeddings (the KB's embedder, cached by
 content hash like chunk vectors) reaches the threshold. An alias is not a
 merge, and not an entity ↔ entity edge: a chunk naming "Curie" gets an
