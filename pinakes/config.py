@@ -109,6 +109,10 @@ name = "{name}"                # slug, unique in your fleet
 # adjacent_k = 8
 # abstain_below = 0.25
 # tokenizer = "porter"         # "unicode61" (no stemming) or "trigram" (CJK, substrings)
+
+# [graph]                      # sync-time edge derivers (plugins), switched per KB
+# mentions = false             # documents' titles as entity nodes, chunks naming them linked
+# ner = false                  # the same plus spaCy's named entities (pip install pinakes[ner])
 """
 
 

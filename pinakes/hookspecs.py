@@ -37,11 +37,15 @@ def register_edge_derivers(register):  # type: ignore[no-untyped-def]
 
     Call ``register(deriver)`` with an object that has a ``name`` (recorded as
     the ``deriver`` of every edge it makes) and a method
-    ``derive(changes, store) -> Iterable[Edge]``. ``changes`` says which
-    documents were added, changed or removed in this sync; ``store`` is the
-    open :class:`pinakes.store.Store` in the sync's write transaction, so the
-    deriver can read documents, chunks, links and existing nodes. Core deletes
-    the deriver's old edges for the changed documents before calling it.
+    ``derive(doc, conn) -> Iterable[Edge]``, called per added or changed
+    document (a :class:`pinakes.graph.DocView`) with the open SQLite connection
+    in the sync's write transaction, so the deriver can read documents, chunks,
+    links and existing nodes. Core deletes the document's old edges first.
+    Optional: ``begin(changes, conn)``, ``wants_full(changes, conn) -> bool``,
+    ``affected(changes, conn) -> Iterable[doc key]`` (other documents to
+    re-derive), ``for_kb(kb)`` (the per-KB instance), ``default_enabled``
+    (False: runs only with ``[graph] NAME = true``) and ``supersedes`` (names
+    of derivers it replaces); see docs/plugins/plugin-hooks.md.
     """
 
 

@@ -113,3 +113,16 @@ def test_a_shared_person_bridges_two_unrelated_documents(make_kb) -> None:
     assert "parish/records.md" not in [h.path for h in titles_only.search(q, k=3, channel="expand").hits]
     ex = [h.path for h in kb.search(q, k=3, channel="expand").hits]
     assert "parish/records.md" in ex
+
+
+def test_plugin_is_listed_by_pnk_plugins() -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pnk = Path(sys.executable).with_name("pnk")
+    proc = subprocess.run([str(pnk), "plugins", "--json"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    found = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert found["ner"]["registers"] == {"register_edge_derivers": ["ner"]}

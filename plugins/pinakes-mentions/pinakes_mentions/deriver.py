@@ -279,7 +279,7 @@ class MentionsDeriver:
         n_docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         rematch = set(changed)
         rematch |= _column(conn, "SELECT DISTINCT doc FROM entity_hits WHERE key IN ({})", dropped)
-        rematch |= self._naming(conn, added, n_docs)
+        rematch |= self._naming(conn, added)
         rematch -= removed
         # 3. Hits.
         stale = rematch | removed
@@ -328,7 +328,7 @@ class MentionsDeriver:
                     best[key] = rank
         return {k: v[2] for k, v in best.items()}
 
-    def _naming(self, conn: sqlite3.Connection, keys: set[str], n_docs: int) -> set[int]:
+    def _naming(self, conn: sqlite3.Connection, keys: set[str]) -> set[int]:
         """Documents whose chunks may name one of ``keys`` (a superset; matching decides).
 
         A few names: one FTS5 phrase query each over heading and body. Many (a
