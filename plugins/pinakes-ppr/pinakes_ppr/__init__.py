@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from pinakes import hookimpl
+from pinakes.config import DEFAULTS as _CONFIG_DEFAULTS
 from pinakes.errors import ConfigError
 from pinakes.graph import GraphIndex
 from pinakes.text import CJK_RE, STOPWORDS, query_terms
@@ -69,17 +70,9 @@ from pinakes.text import CJK_RE, STOPWORDS, query_terms
 __version__ = "0.1.0"
 
 #: The channel's settings and their defaults; ``[retrieval]`` keys of the same name win.
+# One source of truth: core's config table holds the ppr_* defaults (documented there).
 DEFAULTS: dict[str, Any] = {
-    "ppr_damping": 0.5,
-    "ppr_chunk_weight": 0.005,
-    "ppr_seed_weight": 1.0,
-    "ppr_seeds": 5,
-    "ppr_seed_kinds": "tag heading entity",
-    "ppr_seed_partial": 0.0,
-    "ppr_root_weight": 0.005,
-    "ppr_require_seeds": True,
-    "ppr_tolerance": 1e-4,
-    "ppr_max_iterations": 50,
+    key: value for key, value in _CONFIG_DEFAULTS["retrieval"].items() if key.startswith("ppr_")
 }
 
 BACKENDS = ("scipy", "numpy")
