@@ -212,8 +212,7 @@ class AnthropicBackend(_SDKBackend):
         sdk = self._sdk()
         system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
         rest = [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"]
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": rest,
-                                  "temperature": 0}
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": rest}
         if system:
             kwargs["system"] = system
         try:

@@ -137,25 +137,52 @@ def parse_plan(text: str, max_nodes: int) -> Plan | None:
 
 
 def break_cycles(nodes: list[SubQuestion]) -> list[str]:
-    """Remove back-edges (found by depth-first search in the model's order); say which."""
-    by_id = {n.id: n for n in nodes}
-    state: dict[str, int] = {}  # 1 on the stack, 2 done
-    removed: list[str] = []
+    """Remove one edge per cycle until none is left; say which.
 
-    def visit(n: SubQuestion) -> None:
-        state[n.id] = 1
-        for d in list(n.depends_on):
+    The model was asked to list sub-questions in answering order, so in a
+    cycle the edge to drop is a *forward* one: a sub-question depending on one
+    listed after it (every cycle has at least one). Of those, the longest jump
+    goes first.
+    """
+    order = {n.id: i for i, n in enumerate(nodes)}
+    by_id = {n.id: n for n in nodes}
+    removed: list[str] = []
+    while True:
+        cycle = _find_cycle(nodes, by_id)
+        if not cycle:
+            return removed
+        forward = [(a, b) for a, b in cycle if order[b] > order[a]] or cycle
+        a, b = max(forward, key=lambda e: order[e[1]] - order[e[0]])
+        by_id[a].depends_on.remove(b)
+        removed.append(f"cycle: dropped the dependency {a} -> {b}")
+
+
+def _find_cycle(nodes: list[SubQuestion], by_id: dict[str, SubQuestion]) -> list[tuple[str, str]]:
+    """The edges ``(node, dependency)`` of one cycle, or [] when the plan is acyclic."""
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(ident: str) -> list[tuple[str, str]]:
+        state[ident] = 1
+        stack.append(ident)
+        for d in by_id[ident].depends_on:
             if state.get(d) == 1:
-                n.depends_on.remove(d)
-                removed.append(f"cycle: dropped the dependency {n.id} -> {d}")
-            elif d not in state:
-                visit(by_id[d])
-        state[n.id] = 2
+                loop = stack[stack.index(d):] + [d]
+                return list(zip(loop, loop[1:], strict=False))
+            if d not in state:
+                found = visit(d)
+                if found:
+                    return found
+        stack.pop()
+        state[ident] = 2
+        return []
 
     for n in nodes:
         if n.id not in state:
-            visit(n)
-    return removed
+            found = visit(n.id)
+            if found:
+                return found
+    return []
 
 
 def topological(nodes: list[SubQuestion]) -> list[SubQuestion]:
