@@ -409,3 +409,45 @@ def test_template_schema_is_quoted_verbatim_in_the_decomposition_prompt(make_kb:
     decompose_system = server.requests[0]["messages"][0]["content"]
     assert "entity types: author, paper, venue, method, dataset" in decompose_system
     assert "relation types: cites, extends, evaluates_on, authored_by" in decompose_system
+
+
+GOLDEN = """\
+version: 1
+questions:
+  - id: s01
+    question: Where was the first Halden tidal turbine installed?
+    class: simple
+    documents: [machines/halden-turbine.md]
+  - id: m01
+    question: On which coast is the town where the turbine designed by Mira Okafor was first installed?
+    class: multi-hop
+    documents: [people/mira-okafor.md, machines/halden-turbine.md, places/port-essery.md]
+  - id: u01
+    question: How fast does a swallow fly?
+    class: unanswerable
+    documents: []
+"""
+
+
+def test_eval_deep_reports_cost_tokens_and_cited_recall_per_class(make_kb: Any, runner: CliRunner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = kb_with(make_kb, deep="confident_at = 1.01")
+    (kb.root / "golden").mkdir()
+    (kb.root / "golden" / "questions.yaml").write_text(GOLDEN)
+    monkeypatch.setenv("PINAKES_LLM_BACKEND", "scripted")
+    res = runner.invoke(cli, ["eval", "--deep", "--kb", str(kb.root), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["backend"] == "scripted" and out["questions"] == 3 and out["error"] is None
+    rows = {r["id"]: r for r in out["per_question"]}
+    ulid = {p: kb.resolve(p)["ulid"] for p in DOCS}
+    gold = {"m01": {ulid[p] for p in ("people/mira-okafor.md", "machines/halden-turbine.md",
+                                      "places/port-essery.md")}}
+    assert rows["m01"]["cited_recall"] == pytest.approx(len(set(rows["m01"]["cited"]) & gold["m01"]) / 3)
+    assert rows["u01"]["cited_recall"] is None
+    for cls in ("simple", "multi-hop", "unanswerable", "all"):
+        s = out["classes"][cls]
+        assert s["calls_per_query"] >= 3 and s["tokens_per_query"] > 0 and s["budget_breaches"] == 0
+    assert out["classes"]["all"]["eur_total"] == pytest.approx(sum(r["eur"] for r in rows.values()))
+    # each question left its own transcript
+    assert len(list((kb.config.state_dir / "transcripts").glob("*.json"))) == 3

@@ -5,6 +5,8 @@
   holds ``max_eur_per_operation`` and ``confirm_above_eur``; ``[deep]`` tunes
   the loop (:data:`DEEP_DEFAULTS`). A key in ``pinakes.toml`` is refused: that
   file is committed and shared.
+* ``PINAKES_LLM_BACKEND``, ``PINAKES_LLM_MODEL`` and ``PINAKES_LLM_BASE_URL``
+  override both (after the flags of ``pnk ask``).
 * The user config (``config.toml`` in the Pinakes user folder,
   ``PINAKES_USER_PATH`` or ``~/.config/pinakes``) fills ``[llm]`` keys the KB
   leaves empty, may hold ``api_key``, and holds the ``[prices]`` table.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -133,6 +136,10 @@ def resolve(kb: Any, *, backend: str | None = None, model: str | None = None,
                 llm[key] = value
     if "api_key" in user_llm:
         llm["api_key"] = user_llm["api_key"]
+    # Flags first, then the environment (handy for `pnk eval --deep` against a local server).
+    backend = backend or os.environ.get("PINAKES_LLM_BACKEND")
+    model = model or os.environ.get("PINAKES_LLM_MODEL")
+    base_url = base_url or os.environ.get("PINAKES_LLM_BASE_URL")
     if backend:
         llm["backend"] = backend
     if model:
