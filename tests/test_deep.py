@@ -451,3 +451,16 @@ def test_eval_deep_reports_cost_tokens_and_cited_recall_per_class(make_kb: Any, 
     assert out["classes"]["all"]["eur_total"] == pytest.approx(sum(r["eur"] for r in rows.values()))
     # each question left its own transcript
     assert len(list((kb.config.state_dir / "transcripts").glob("*.json"))) == 3
+
+
+def test_an_unreadable_reply_is_charged_its_reservation(make_kb: Any) -> None:
+    """A 200 whose body does not parse may have been billed: the budget assumes the worst."""
+    kb = kb_with(make_kb)
+    with FakeLLM([Raw(200, "this is not json")]) as server:
+        with pytest.raises(LLMError, match="unreadable reply"):
+            run(kb, server, deep=False)
+    assert server.calls == 1
+    saved = json.loads(next((kb.config.state_dir / "transcripts").glob("*.json")).read_text())
+    call = next(r for r in saved["rounds"] if r["kind"] == "synthesis")["calls"][0]
+    assert call["status"] == "unknown-outcome" and call["eur"] == call["reserved_eur"] > 0
+    check_money(saved)

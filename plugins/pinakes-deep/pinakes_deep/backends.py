@@ -38,7 +38,15 @@ Messages = Sequence[Mapping[str, str]]
 
 
 class LLMError(PinakesError):
-    """A call failed for a reason retrying will not fix (auth, model, request), or gave up."""
+    """A call failed for a reason retrying will not fix (auth, model, request), or gave up.
+
+    ``unknown_outcome`` marks a failure after the provider may have done the
+    work (an unreadable 200 reply): the budget charges such a call its reservation.
+    """
+
+    def __init__(self, message: str, unknown_outcome: bool = False) -> None:
+        super().__init__(message)
+        self.unknown_outcome = unknown_outcome
 
 
 class Transient(Exception):
@@ -147,7 +155,15 @@ class _SDKBackend:
             if status == 429 or status >= 500:
                 return Transient(f"{self.id}: HTTP {status} from {where}", retry_after_seconds(headers))
             return LLMError(f"{self.id}: HTTP {status} from {where}: {_short(exc)}")
-        return LLMError(f"{self.id}: {type(exc).__name__}: {_short(exc)}")
+        # Anything else (e.g. a reply that does not parse) came after the request was
+        # sent: the provider may have billed it.
+        return LLMError(f"{self.id}: {type(exc).__name__}: {_short(exc)}", unknown_outcome=True)
+
+
+    def _unreadable(self, exc: Exception) -> LLMError:
+        """A reply the SDK could not read: the work may have been done (and billed)."""
+        return LLMError(f"{self.id}: unreadable reply from {self.where()} ({type(exc).__name__}: {_short(exc)})",
+                        unknown_outcome=True)
 
 
 def _short(exc: Exception) -> str:
@@ -179,13 +195,16 @@ class OpenAIBackend(_SDKBackend):
                 model=self.model, messages=[dict(m) for m in messages], max_tokens=max_tokens,
                 temperature=0,
             )
+            text = ""
+            if resp.choices:
+                text = resp.choices[0].message.content or ""
+            usage = resp.usage
+            return Completion(text, getattr(usage, "prompt_tokens", None),
+                              getattr(usage, "completion_tokens", None))
         except sdk.APIError as exc:
             raise self._translate(exc, sdk) from None
-        text = ""
-        if resp.choices:
-            text = resp.choices[0].message.content or ""
-        usage = resp.usage
-        return Completion(text, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+        except Exception as exc:
+            raise self._unreadable(exc) from None
 
     def complete(self, messages: Messages, *, max_tokens: int) -> tuple[str, int, int]:
         return _complete(self, messages, max_tokens)
@@ -217,11 +236,14 @@ class AnthropicBackend(_SDKBackend):
             kwargs["system"] = system
         try:
             resp = self._client.messages.create(**kwargs)
+            text = "".join(getattr(b, "text", "") for b in (resp.content or [])
+                           if getattr(b, "type", "") == "text")
+            usage = resp.usage
+            return Completion(text, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
         except sdk.APIError as exc:
             raise self._translate(exc, sdk) from None
-        text = "".join(getattr(b, "text", "") for b in (resp.content or []) if getattr(b, "type", "") == "text")
-        usage = resp.usage
-        return Completion(text, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
+        except Exception as exc:
+            raise self._unreadable(exc) from None
 
     def complete(self, messages: Messages, *, max_tokens: int) -> tuple[str, int, int]:
         return _complete(self, messages, max_tokens)
@@ -352,8 +374,13 @@ def paid_call(budget: Budget, backend: Any, messages: Messages, *, max_tokens: i
                 raise LLMError(f"{t.message}; gave up after {n + 1} attempts") from None
             sleep(_wait(t, n, base_delay, max_wait, backend.id))
             continue
-        except BaseException:
-            budget.release(r)
+        except LLMError as exc:  # refused before any work (auth, 4xx), or unknown: see the flag
+            rec = budget.charge_reserved(r) if exc.unknown_outcome else budget.release(r)
+            if on_attempt:
+                on_attempt({"purpose": purpose, "attempt": n + 1, "error": str(exc), **rec.to_dict()})
+            raise
+        except BaseException:  # interrupted or failed mid-call: the provider may have billed it
+            budget.charge_reserved(r)
             raise
         budget.settle(r, c.input_tokens, c.output_tokens)
         return c, input_bound

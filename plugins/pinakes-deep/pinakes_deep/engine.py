@@ -198,8 +198,8 @@ class Run:
                 self._finish(answer, cites, [])
             else:
                 self._loop(passages0)
-        except LLMError as exc:
-            t.data["error"] = str(exc)
+        except (LLMError, KeyboardInterrupt) as exc:  # the money spent so far is on record
+            t.data["error"] = str(exc) or type(exc).__name__
             t.data["stop_reason"] = "error"
             t.data["receipt"] = self.budget.receipt()
             t.write()
