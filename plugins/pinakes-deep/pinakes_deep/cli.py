@@ -127,7 +127,8 @@ def _print_answer(data: dict[str, Any], staged: dict[str, Any] | None) -> None:
     if data["citations"]:
         click.echo(click.style("\nSources", bold=True))
         for c in data["citations"]:
-            click.echo(f"  [{c['n']}] {c['title']}  {c['path']}  ({c['doc_id']})")
+            marks = "".join(f"[{n}]" for n in c.get("passages", [c["n"]]))
+            click.echo(f"  {marks} {c['title']}  {c['path']}  ({c['doc_id']})")
     if data["suggestions"]:
         verb = "Staged" if staged else "Proposed"
         click.echo(click.style(f"\n{verb} links (origin: deep, transcript {data['id']})", bold=True))

@@ -53,13 +53,33 @@ def make_backend(settings: Settings) -> Any:
 
 def cited(text: str, shown: Sequence[Passage]) -> list[Passage]:
     """The passages an answer cites as ``[n]`` (``[1, 3]`` too), in first-cited order."""
-    out: list[Passage] = []
+    return [shown[n - 1] for n in cited_numbers(text, len(shown))]
+
+
+def cited_numbers(text: str, shown: int) -> list[int]:
+    """The passage numbers ``[n]`` an answer cites that were shown to it, first-cited order."""
+    out: list[int] = []
     for m in _CITE.finditer(text or ""):
         for part in re.split(r"[,;]", m.group(1)):
             n = int(part.strip())
-            if 1 <= n <= len(shown) and shown[n - 1] not in out:
-                out.append(shown[n - 1])
+            if 1 <= n <= shown and n not in out:
+                out.append(n)
     return out
+
+
+def strip_citations(text: str) -> str:
+    """An answer without its ``[n]`` marks (they mean nothing outside the prompt that had them)."""
+    return re.sub(r"\s+", " ", _CITE.sub("", text or "")).strip()
+
+
+def citation_list(text: str, shown: Sequence[Passage]) -> list[dict[str, Any]]:
+    """One entry per cited document, with the passage numbers that cite it."""
+    by_doc: dict[str, dict[str, Any]] = {}
+    for n in cited_numbers(text, len(shown)):
+        p = shown[n - 1]
+        entry = by_doc.setdefault(p.doc_id, {"n": n, "passages": [], **p.to_dict()})
+        entry["passages"].append(n)
+    return list(by_doc.values())
 
 
 def _passages(result: Any) -> list[Passage]:
@@ -164,6 +184,7 @@ class Run:
                          {"retrieved": [p.to_dict() for p in shown]}).strip()
         if not text:
             return "", []
+        self.transcript.data["citations"] = citation_list(text, shown)
         return text, cited(text, shown)
 
     def decompose(self, passages: list[Passage]) -> Plan | None:
@@ -231,8 +252,8 @@ class Run:
             if not self.budget.can_afford(round_cost + self.worst["synthesis"]):
                 stop = "budget"
                 break
-            deps = " ".join(prompts.cut(answers[x][0], prompts.ANSWER_BYTES) for x in node.depends_on
-                            if x in answers and answers[x][0] != "UNKNOWN")
+            deps = " ".join(prompts.cut(strip_citations(answers[x][0]), prompts.ANSWER_BYTES)
+                            for x in node.depends_on if x in answers and answers[x][0] != "UNKNOWN")
             query = f"{node.question} {deps}".strip()
             ps, _ = self.retrieve(query, self.caps.passages, f"round {i + 1}: {node.id}")
             msgs = prompts.solve(self.question, node.question, ps, summary.text(), self.caps,
@@ -244,7 +265,7 @@ class Run:
             answers[node.id] = (ans, cites)
             t.rounds[-1]["answer"] = ans
             t.rounds[-1]["cited"] = [p.to_dict() for p in cites]
-            summary.fold(node.question, ans)
+            summary.fold(node.question, strip_citations(ans) or "UNKNOWN")
             for p in cites + ps[:1]:
                 if p not in evidence:
                     evidence.append(p)
@@ -279,6 +300,8 @@ class Run:
             if not answer:
                 answer = "(no answer: the model returned nothing usable)"
         t.data["answer"] = answer
-        t.data["citations"] = [{"n": i + 1, **p.to_dict()} for i, p in enumerate(cites)]
+        if not cites:
+            t.data["citations"] = []
+        cites = list({p.doc_id: p for p in reversed(cites)}.values())[::-1]
         t.data["suggestions"] = propose(self.kb, cites, bridges, t.id, self.question,
                                         int(self.settings.deep["max_suggestions"]))
