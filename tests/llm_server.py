@@ -68,13 +68,22 @@ class FakeLLM:
 
             def _send(self, status: int, payload: str, headers: dict[str, str]) -> None:
                 data = payload.encode("utf-8")
+                try:
+                    self._head(status, data, headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    pass
+
+            def _head(self, status: int, data: bytes, headers: dict[str, str]) -> None:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -464,3 +464,28 @@ def test_an_unreadable_reply_is_charged_its_reservation(make_kb: Any) -> None:
     call = next(r for r in saved["rounds"] if r["kind"] == "synthesis")["calls"][0]
     assert call["status"] == "unknown-outcome" and call["eur"] == call["reserved_eur"] > 0
     check_money(saved)
+
+
+def test_a_timeout_is_charged_its_reservation_and_retried_within_the_cap(make_kb: Any) -> None:
+    """No answer in time: the provider may have billed it, so the budget charges the worst case."""
+    import time as _time
+
+    kb = kb_with(make_kb)
+
+    def late(body: dict[str, Any]) -> str:
+        _time.sleep(1.0)
+        return "too late"
+
+    with FakeLLM([late, "Port Essery [1]."]) as server:
+        settings = resolve(kb, base_url=server.url + "/v1")
+        settings.llm["timeout"] = 0.3
+        data = Run(kb, "Where was the first Halden tidal turbine installed?", settings, deep=False,
+                   sleep=lambda s: None).execute()
+    assert server.calls == 2 and data["answer"] == "Port Essery [1]."
+    attempts = next(r for r in data["rounds"] if r["kind"] == "synthesis")["calls"]
+    assert attempts[0]["status"] == "unknown-outcome" and attempts[0]["eur"] == attempts[0]["reserved_eur"]
+    assert attempts[1]["status"] == "ok"
+    receipt = data["receipt"]
+    assert receipt["within_cap"] and receipt["calls"] == 2
+    # a billed-maybe retry is the one way past the estimate; the receipt says so
+    assert receipt["within_estimate"] == (Decimal(receipt["eur_exact"]) <= Decimal(str(data["estimate_eur"])))

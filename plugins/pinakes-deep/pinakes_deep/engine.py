@@ -258,8 +258,12 @@ class Run:
             ps, _ = self.retrieve(query, self.caps.passages, f"round {i + 1}: {node.id}")
             msgs = prompts.solve(self.question, node.question, ps, summary.text(), self.caps,
                                  self.settings.schema)
-            reply = self.call("solve", msgs, int(d["solve_tokens"]),
-                              {"round": i + 1, "subquestion": node.to_dict(), "query": query}).strip()
+            try:
+                reply = self.call("solve", msgs, int(d["solve_tokens"]),
+                                  {"round": i + 1, "subquestion": node.to_dict(), "query": query}).strip()
+            except BudgetExceeded:  # the pre-check makes this rare; stop as a budget stop would
+                stop = "budget"
+                break
             ans = reply if reply else "UNKNOWN"
             cites = cited(ans, ps) if ans != "UNKNOWN" else []
             answers[node.id] = (ans, cites)
@@ -281,7 +285,11 @@ class Run:
         for p in passages0:
             if p not in pool:
                 pool.append(p)
-        answer, cites = self.synthesize(pool, summary.text())
+        try:
+            answer, cites = self.synthesize(pool, summary.text())
+        except BudgetExceeded:
+            t.data["stop_reason"] = "budget"
+            answer, cites = summary.text(), []
         bridges = []
         for node in nodes:
             for dep in node.depends_on:
