@@ -270,9 +270,12 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     assert any("empty answer" in r for r in data.get("repairs", []))
     assert data["answer"]  # what was learned, never a traceback
     # 3. citations to passages that were not shown are ignored
-    with FakeLLM(["Port Essery [7] [1, 99]."]) as server:
+    with FakeLLM(["Port Essery [7] [1, 99].", "Port Essery [Passage 1]."]) as server:
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
-    assert len(data["citations"]) == 1
+        assert len(data["citations"]) == 1 and data["citations"][0]["passages"] == [1]
+        # a small model's "[Passage n]" counts as a citation too
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
+    assert data["citations"][0]["path"] == "machines/halden-turbine.md"
 
 
 def test_write_suggestions_is_idempotent_and_keeps_comments(make_kb: Any) -> None:

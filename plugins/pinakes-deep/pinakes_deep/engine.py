@@ -41,7 +41,8 @@ from .settings import Settings
 from .transcript import Transcript
 
 Confirm = Callable[[Decimal, Decimal], None]
-_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+# [1], [1, 3], [1; 3] and the [Passage 2] a small model writes
+_CITE = re.compile(r"\[(?:passages?\s*)?(\d+(?:\s*[,;]\s*(?:passages?\s*)?\d+)*)\]", re.I)
 
 
 def make_backend(settings: Settings) -> Any:
@@ -61,7 +62,7 @@ def cited_numbers(text: str, shown: int) -> list[int]:
     out: list[int] = []
     for m in _CITE.finditer(text or ""):
         for part in re.split(r"[,;]", m.group(1)):
-            n = int(part.strip())
+            n = int(re.sub(r"\D", "", part))
             if 1 <= n <= shown and n not in out:
                 out.append(n)
     return out
