@@ -492,3 +492,23 @@ def test_a_timeout_is_charged_its_reservation_and_retried_within_the_cap(make_kb
     assert receipt["within_cap"] and receipt["calls"] == 2
     # a billed-maybe retry is the one way past the estimate; the receipt says so
     assert receipt["within_estimate"] == (Decimal(receipt["eur_exact"]) <= Decimal(str(data["estimate_eur"])))
+
+
+def test_core_ask_without_the_plugin_says_how_to_install_it() -> None:
+    from pinakes.cli.ask import ask as core_ask
+
+    res = CliRunner().invoke(core_ask, ["what is bm25", "--deep"])
+    assert res.exit_code == 1 and "pip install 'pinakes[deep]'" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_software_docs_template_and_an_unknown_one(tmp_path: Path) -> None:
+    from pinakes import KB
+    from pinakes.errors import ConfigError
+
+    kb = KB.init(tmp_path / "docs-kb", template="software-docs")
+    schema = kb.config.data["schema"]
+    assert schema["relation_types"][0] == "depends_on" and kb.config.kb["template"] == "software-docs"
+    with pytest.raises(ConfigError, match="unknown template"):
+        KB.init(tmp_path / "other", template="cookbook")
+    assert not (tmp_path / "other" / "pinakes.toml").exists()
