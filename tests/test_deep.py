@@ -276,6 +276,13 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
         # a small model's "[Passage n]" counts as a citation too
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"][0]["path"] == "machines/halden-turbine.md"
+    # a model that echoes the prompt's passage headers has cited nothing
+    shown = next(r for r in data["rounds"] if r["kind"] == "synthesis")["retrieved"]
+    echo = "QUESTION: where?\n\nPASSAGES:\n" + "\n".join(
+        f"[{i}] {p['title']} ({p['path']})\nsome text" for i, p in enumerate(shown, 1))
+    with FakeLLM([echo]) as server:
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
+    assert data["citations"] == [] and data["suggestions"] == []
 
 
 def test_write_suggestions_is_idempotent_and_keeps_comments(make_kb: Any) -> None:

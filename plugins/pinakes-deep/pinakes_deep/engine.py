@@ -54,7 +54,23 @@ def make_backend(settings: Settings) -> Any:
 
 def cited(text: str, shown: Sequence[Passage]) -> list[Passage]:
     """The passages an answer cites as ``[n]`` (``[1, 3]`` too), in first-cited order."""
-    return [shown[n - 1] for n in cited_numbers(text, len(shown))]
+    return [shown[n - 1] for n in cited_numbers(unechoed(text, shown), len(shown))]
+
+
+def unechoed(text: str, shown: Sequence[Passage]) -> str:
+    """``text`` without lines that copy a passage's header from the prompt.
+
+    A weak model often echoes the prompt back (``[2] Title (path)``); those
+    ``[n]`` marks are the prompt's numbering, not citations.
+    """
+    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES) for p in shown}
+    keep = []
+    for line in (text or "").splitlines():
+        m = re.match(r"\s*\[\d+\]\s*(.*)$", line)
+        if m and m.group(1).strip() in heads:
+            continue
+        keep.append(line)
+    return "\n".join(keep)
 
 
 def cited_numbers(text: str, shown: int) -> list[int]:
@@ -76,7 +92,7 @@ def strip_citations(text: str) -> str:
 def citation_list(text: str, shown: Sequence[Passage]) -> list[dict[str, Any]]:
     """One entry per cited document, with the passage numbers that cite it."""
     by_doc: dict[str, dict[str, Any]] = {}
-    for n in cited_numbers(text, len(shown)):
+    for n in cited_numbers(unechoed(text, shown), len(shown)):
         p = shown[n - 1]
         entry = by_doc.setdefault(p.doc_id, {"n": n, "passages": [], **p.to_dict()})
         entry["passages"].append(n)
