@@ -38,6 +38,8 @@ def test_no_json_falls_back_to_question_lines_and_nonsense_is_rejected() -> None
     plan = parse_plan("Steps:\n1. Who designed the turbine?\n2. Where was it installed?\nDone.", 4)
     assert plan is not None and [n.question for n in plan.nodes][1] == "Where was it installed?"
     assert plan.nodes[1].depends_on == ["q1"] and plan.repairs
+    echoed = parse_plan("QUESTION: What was the first page rank?\n\nPASSAGES (for orientation):\n[1] x", 4)
+    assert echoed is not None and echoed.nodes[0].question == "What was the first page rank?"
     assert parse_plan("I am not sure what you mean.", 4) is None
     assert parse_plan("", 4) is None
     assert parse_plan('{"subquestions": [{"id": "q1"}]}', 4) is None

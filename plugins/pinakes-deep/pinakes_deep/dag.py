@@ -87,7 +87,9 @@ def parse_plan(text: str, max_nodes: int) -> Plan | None:
     elif isinstance(data, list):
         items = data
     if items is None:
-        lines = [re.sub(r"^\s*(?:\d+[.)]|[-*])\s*", "", ln).strip() for ln in (text or "").splitlines()]
+        # a prompt echoed back ("QUESTION: ...") is stripped of its labels
+        lines = [re.sub(r"^\s*(?:\d+[.)]|[-*])?\s*(?:(?:main |sub-)?question:\s*)?", "", ln, flags=re.I).strip()
+                 for ln in (text or "").splitlines()]
         qs = [ln for ln in lines if ln.endswith("?") and len(ln) > 8]
         if not qs:
             return None
