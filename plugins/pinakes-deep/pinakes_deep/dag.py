@@ -86,6 +86,8 @@ def parse_plan(text: str, max_nodes: int) -> Plan | None:
                 break
     elif isinstance(data, list):
         items = data
+    if items is not None and not any(isinstance(i, str | dict) for i in items):
+        items = None  # e.g. a stray "[1]" read as JSON
     if items is None:
         # a prompt echoed back ("QUESTION: ...") is stripped of its labels
         lines = [re.sub(r"^\s*(?:\d+[.)]|[-*])?\s*(?:(?:main |sub-)?question:\s*)?", "", ln, flags=re.I).strip()
