@@ -280,6 +280,7 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     shown = next(r for r in data["rounds"] if r["kind"] == "synthesis")["retrieved"]
     echo = "QUESTION: where?\n\nPASSAGES:\n" + "\n".join(
         f"[{i}] {p['title']} ({p['path']})\nsome text" for i, p in enumerate(shown, 1))
+    echo += f"\n[2] {shown[1]['title']}"  # cut off by max_tokens mid-header
     with FakeLLM([echo]) as server:
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"] == [] and data["suggestions"] == []

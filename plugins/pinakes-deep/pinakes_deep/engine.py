@@ -67,7 +67,9 @@ def unechoed(text: str, shown: Sequence[Passage]) -> str:
     keep = []
     for line in (text or "").splitlines():
         m = re.match(r"\s*\[\d+\]\s*(.*)$", line)
-        if m and m.group(1).strip() in heads:
+        rest = m.group(1).strip() if m else ""
+        # the whole header, or its start when the reply was cut off mid-line
+        if rest and any(h == rest or (len(rest) >= 8 and h.startswith(rest)) for h in heads):
             continue
         keep.append(line)
     return "\n".join(keep)
