@@ -7,11 +7,16 @@ learnt to ignore passage headers a model echoes back), and how many answers
 echo the prompt. Golden-set runs only (it reads the sampled questions file).
 """
 
-import json, glob, sys
+import glob
+import json
+import sys
+
 from ruamel.yaml import YAML
+
+from pinakes import KB
 from pinakes_deep.engine import citation_list
 from pinakes_deep.prompts import Passage
-from pinakes import KB
+
 D = sys.argv[1]
 kb = KB.open(D + "/kb")
 golden = YAML().load(open(glob.glob(D + "/kb/golden/questions-*.yaml")[0]))
