@@ -21,7 +21,8 @@ D = sys.argv[1]
 kb = KB.open(D + "/kb")
 golden = YAML().load(open(glob.glob(D + "/kb/golden/questions-*.yaml")[0]))
 gold = {q["question"]: {kb.resolve(p)["ulid"] for p in q["documents"]} for q in golden["questions"]}
-rec = []; echoes = 0
+rec = []
+echoes = 0
 for f in sorted(glob.glob(D + "/kb/.pinakes/transcripts/*.json")):
     d = json.load(open(f))
     syn = [r for r in d["rounds"] if r["kind"] == "synthesis"][-1]
