@@ -26,6 +26,7 @@ from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
+from .moves import recognise_moves
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
@@ -117,6 +118,8 @@ class PreparedDoc:
     parsed: ParsedDocument
     chunk_rows: list[dict[str, Any]] = field(default_factory=list)
     sidecar: Sidecar | None = None
+    fm_problems: list[str] = field(default_factory=list)  # the document's own (not its sidecar's)
+    awaiting: bool = False  # no sidecar yet: maybe a move whose sidecar stayed behind
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -162,7 +165,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     existing = {
         row["path"]: row
         for row in store.conn.execute(
-            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_stat FROM documents"
+            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_path, sidecar_stat FROM documents"
         )
     }
     seen: set[str] = set()
@@ -224,10 +227,11 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             continue
         seen.add(rel)
         sc_path = root / sc_rel
-        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report)
-        doc.sidecar_stat = _stat_key(sc_path)
-        prepared.append(doc)
+        prepared.append(_prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder,
+                                 report, mint=old is not None))
 
+    # A document moved without its sidecar (git mv, mv) takes its old sidecar (moves.py).
+    swaps = recognise_moves(store, root, mode, files, existing, seen, prepared, report, problems)
     removed = [row for path, row in existing.items() if path not in seen]
     # A document that vanished from one path and appeared at another with the same
     # ULID was renamed (moved with its sidecar): it keeps its internal key.
@@ -237,6 +241,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         if doc.rel not in existing and doc.ulid in vanished and not doc.provisional:
             renames[doc.rel] = vanished.pop(doc.ulid)
     removed = [row for row in removed if row["ulid"] in vanished]
+    renames.update(swaps)
 
     # Phase 2: vectors, from the cache where possible.
     _embed(kb, store, prepared, report, progress)
@@ -253,8 +258,10 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
         changed_keys: list[int] = []
         previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
+        for rel in swaps:  # documents that exchanged paths: free the paths first (UNIQUE)
+            conn.execute("UPDATE documents SET path = '//swap/' || doc WHERE path = ?", (rel,))
         for doc in prepared:
-            old = existing.get(doc.rel) or renames.get(doc.rel)
+            old = renames.get(doc.rel) or existing.get(doc.rel)
             # A changed or renamed document keeps its internal key, so graph nodes
             # and edges that other documents hold towards it stay valid.
             changed_keys.append(
@@ -292,7 +299,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     report.removed = [row["path"] for row in removed]
     renamed_to = set(renames)
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
-    report.changed = [d.rel for d in prepared if d.rel in existing]
+    report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
     report.problems = [f"{p}: {m}" for p, m in problems]
     for doc in prepared:
         report.problems.extend(doc.problems)
@@ -311,7 +318,13 @@ def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
 
 
 def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
-             sc_path: Path, budget: int, embedder: Any, report: SyncReport) -> PreparedDoc:
+             sc_path: Path, budget: int, embedder: Any, report: SyncReport,
+             mint: bool = True) -> PreparedDoc:
+    """Read and chunk a changed document, and give it its identity from its sidecar.
+
+    With ``mint=False`` a document without a sidecar gets none yet (``awaiting``):
+    it may be a moved document whose sidecar stayed behind (see :mod:`.moves`).
+    """
     parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
     problems: list[str] = []
     if parsed.front_matter_error:
@@ -319,36 +332,56 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
                         if parsed.front_matter_error.startswith("line ")
                         else f"{rel}: {parsed.front_matter_error}")
     fm = parsed.front_matter
-    fallback_title = parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
+    if not parsed.chunks:
+        # Every document gets at least one chunk, so an empty or front-matter-only
+        # document is still found by its title (and description).
+        desc = fm.get("description")
+        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
+    doc = PreparedDoc(
+        rel=rel, ulid="", provisional=True, title="", tags=[],
+        meta={"front_matter": fm, "sidecar": {}}, size=st.st_size, mtime_ns=st.st_mtime_ns,
+        hash=digest, sidecar_rel=sc_rel, sidecar_stat="", problems=problems, parsed=parsed,
+        fm_problems=list(problems),
+    )
+    doc.awaiting = not identify(doc, sc_path, report, mint=mint)
+    return doc
+
+
+def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = True) -> bool:
+    """Take ``doc``'s id, title, tags and sidecar from the sidecar at ``sc_path``.
+
+    A missing sidecar is written (a fresh ULID) when ``mint``; otherwise nothing
+    changes and False is returned. Called again after a sidecar was moved or
+    swapped to this document, so it rebuilds every sidecar-derived field.
+    """
+    rel, sc_rel = doc.rel, doc.sidecar_rel
+    fm = doc.meta["front_matter"]
+    fallback_title = doc.parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
     sc = read_sidecar(sc_path, display=sc_rel)
-    provisional = False
     if not sc.exists:
-        ulid = new_ulid()
-        atomic_write(sc_path, skeleton(ulid, fallback_title))
+        if not mint:
+            return False
+        atomic_write(sc_path, skeleton(new_ulid(), fallback_title))
         report.sidecars_created.append(sc_rel)
         sc = read_sidecar(sc_path, display=sc_rel)
+    problems = list(doc.fm_problems)
     if sc.error:
         problems.append(sc.error + " (the document is indexed with what could be read)")
     ulid = sc.id if sc.id and is_ulid(sc.id) else None
+    provisional = False
     if ulid is None:
         # Never rewrite a sidecar the user must fix: index under a stable provisional id.
         provisional = True
         ulid = _provisional_id(rel)
         if not sc.error:
             problems.append(f"{sc_rel}:1: no `id:`; indexed under a provisional id until one is added")
-    title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
-    tags = sc.tags or _fm_tags(fm)
-    if not parsed.chunks:
-        # Every document gets at least one chunk, so an empty or front-matter-only
-        # document is still found by its title (and description).
-        desc = fm.get("description")
-        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
-    meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
-    return PreparedDoc(
-        rel=rel, ulid=ulid, provisional=provisional, title=title, tags=tags, meta=meta,
-        size=st.st_size, mtime_ns=st.st_mtime_ns, hash=digest, sidecar_rel=sc_rel,
-        sidecar_stat="", problems=problems, parsed=parsed, sidecar=sc,
-    )
+    doc.ulid, doc.provisional, doc.problems, doc.sidecar = ulid, provisional, problems, sc
+    doc.title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
+    doc.tags = sc.tags or _fm_tags(fm)
+    doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
+    doc.sidecar_stat = _stat_key(sc_path)
+    doc.awaiting = False
+    return True
 
 
 def _fm_tags(fm: dict[str, Any]) -> list[str]:
