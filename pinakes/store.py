@@ -339,6 +339,8 @@ class Store:
         width = dim * 4
         ids = np.empty(n, dtype=np.int64)
         matrix = np.empty((n, dim), dtype="<f4")
+        if n == 0:  # an index read before its first sync commits: memoryview cannot cast (0, dim)
+            return ids, matrix
         buf = memoryview(matrix).cast("B")
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples: no Row object per vector

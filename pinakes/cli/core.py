@@ -88,16 +88,27 @@ class _Progress:
 @click.option("--rebuild", is_flag=True, help="Drop the index and rebuild it (embeddings stay cached).")
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another running sync.")
 @click.option("-q", "--quiet", is_flag=True, help="Print problems and the summary only.")
+@click.option("--watch", is_flag=True,
+              help="Keep syncing as files change, until Ctrl-C (docs/watch.md). With --json: one "
+                   "JSON object per line per sync.")
 @json_option
-def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bool) -> None:
+def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bool,
+         json_: bool) -> None:
     """Index what changed since the last sync. Free: no LLM ever runs here.
 
     Unchanged files cost a stat; changed ones are re-chunked and re-embedded
     (cached vectors are reused). Documents without a sidecar get one with a
-    fresh id. Problems (malformed files, links out of the KB, ...) are listed
-    and never stop the rest of the KB from syncing.
+    fresh id; a document moved without its sidecar (git mv, mv) takes its old
+    one along and keeps its id. Problems (malformed files, links out of the
+    KB, ...) are listed and never stop the rest of the KB from syncing.
     """
     kb = open_kb(kb_path)
+    if watch:
+        from .watching import sync_watch
+
+        if rebuild:
+            raise click.UsageError("--rebuild and --watch: rebuild first, then watch")
+        return sync_watch(kb, quiet, json_)
     progress = _Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
     try:
         report = kb.sync(rebuild=rebuild, progress=progress, lock_wait=wait)

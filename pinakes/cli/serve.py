@@ -24,9 +24,11 @@ DEFAULT_PORT = 8765
 @click.option("--token", envvar="PINAKES_MCP_TOKEN", metavar="T",
               help="With --http, require `Authorization: Bearer T` on every request "
                    "(env: PINAKES_MCP_TOKEN, which keeps it out of the process list).")
+@click.option("--watch", is_flag=True,
+              help="Also keep the served KBs synced as their files change (docs/watch.md).")
 @click.pass_context
 def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, host: str,
-          port: int, token: str | None) -> None:
+          port: int, token: str | None, watch: bool) -> None:
     """Serve knowledge bases to AI agents over MCP (read-only).
 
     \b
@@ -35,7 +37,8 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     HTTP:         pnk serve --http --port 8765 --token "$SECRET"
 
     A `pnk sync` while the server runs is picked up on the next call; no
-    restart is needed. Logs go to stderr; stdout belongs to the protocol.
+    restart is needed (with --watch the server syncs by itself as files
+    change). Logs go to stderr; stdout belongs to the protocol.
     """
     from ..fleet import ALL, open_kbs
     from ..mcp_server import PinakesServer, is_loopback, run_http, run_stdio
@@ -63,7 +66,15 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
         refs = [env] if env else None
     kbs = open_kbs(refs)
     server = PinakesServer(kbs)
+    if watch:
+        from .watching import serve_watcher
+
+        thread, stop = serve_watcher(kbs)
+        # On the way out, let a running sync finish (it is one transaction anyway).
+        ctx.call_on_close(lambda: (stop.set(), thread.join(timeout=30)))
     for kb in kbs:
+        if watch:
+            continue  # the watcher's first sync indexes it
         if not (kb.config.state_dir / "index.db").exists():
             click.echo(f"pnk serve: warning: {kb.name} is not indexed yet; run `pnk sync --kb {kb.root}`"
                        " (the server picks it up without a restart)", err=True)
