@@ -62,9 +62,9 @@ def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, 
     from .sync import identify
 
     awaiting = [d for d in prepared if d.awaiting]
-    gone = [row for path, row in existing.items() if path not in seen]
+    gone = [row for path, row in existing.items() if path not in seen] if awaiting else []
     swaps: dict[str, Any] = {}
-    if gone and awaiting:
+    if gone:
         orphans = _orphans(root, mode, files, gone)
         if orphans:
             for doc, row in _match(store, awaiting, orphans, problems):

@@ -93,8 +93,14 @@ def watch(kbs: Sequence[KB], on_sync: OnSync, *, stop: threading.Event | None = 
     for kb in kbs:
         root = kb.root.resolve()
         if not (root / "pinakes.toml").is_file():
-            raise KBGone(f"{root}: not a knowledge base folder (no pinakes.toml)")
+            message = f"{root}: not a knowledge base folder (no pinakes.toml); not watched"
+            if on_gone is None:
+                raise KBGone(message)
+            on_gone(kb, message)
+            continue
         watched.append(_Watched(kb, root, root.stat().st_ino, str(root) + os.sep))
+    if not watched:
+        raise KBGone("no knowledge base folder left to watch")
     live = list(watched)
     pending_initial = initial
     stop = stop or threading.Event()
