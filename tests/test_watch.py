@@ -106,9 +106,9 @@ def did_something(report) -> bool:
 def watched(make_kb, embedder):
     made: list[Watcher] = []
 
-    def start(files: dict[str, str] = DOCS, first_timeout: float = TIMEOUT,
+    def start(files: dict[str, str] = DOCS, first_timeout: float = TIMEOUT, config: str = "",
               **kw: Any) -> tuple[KB, Watcher]:
-        kb = make_kb(files)
+        kb = make_kb(files, config=config)
         w = Watcher(kb.root, embedder, first_timeout, **kw)
         made.append(w)
         return kb, w
@@ -125,6 +125,9 @@ def test_add_edit_delete_and_no_feedback_loop(watched) -> None:
     (kb.root / "notes/wax.md").write_text("# Beeswax\n\nWorker bees secrete wax flakes.\n")
     w.wait(lambda r: r.added == ["notes/wax.md"], "the new file")
     assert (kb.root / "notes/wax.pnk.yaml").exists()
+    n = len(w.reports)
+    time.sleep(1.5)  # the sidecar that sync just wrote raised events: they must not sync again
+    assert len(w.reports) == n, [r.summary() for r in w.reports]
     p = kb.root / "notes/bread.md"
     p.write_text(p.read_text() + "\nKeep a spoonful back for the next loaf.\n")
     w.wait(lambda r: r.changed == ["notes/bread.md"], "the edit")
@@ -137,6 +140,24 @@ def test_add_edit_delete_and_no_feedback_loop(watched) -> None:
     assert len(w.reports) == n
     assert all(did_something(r) for r in w.reports), [r.summary() for r in w.reports]
     assert w.errors == []
+
+
+def test_parallel_sidecar_tree_writes_cause_no_sync(watched) -> None:
+    kb, w = watched(config='sidecars = ".pinakes-meta"\n')
+    (kb.root / "garden").mkdir()
+    (kb.root / "garden/comfrey.md").write_text("# Comfrey\n\nA deep-rooted plant for compost tea.\n")
+    w.wait(lambda r: r.added == ["garden/comfrey.md"], "the new file")
+    assert (kb.root / ".pinakes-meta/garden/comfrey.pnk.yaml").exists()
+    (kb.root / "plants").mkdir()
+    os.rename(kb.root / "garden/comfrey.md", kb.root / "plants/comfrey.md")
+    w.wait(lambda r: r.renamed == [("garden/comfrey.md", "plants/comfrey.md")], "the move")
+    assert (kb.root / ".pinakes-meta/plants/comfrey.pnk.yaml").exists()
+    assert not (kb.root / ".pinakes-meta/garden").exists()
+    n = len(w.reports)
+    time.sleep(1.5)  # room for a feedback loop to show itself
+    w.close()
+    assert len(w.reports) == n and all(did_something(r) for r in w.reports), [
+        r.summary() for r in w.reports]
 
 
 def test_editor_atomic_save_and_rename(watched, embedder) -> None:
@@ -187,8 +208,8 @@ def test_burst_of_a_thousand_changed_files_is_coalesced(watched) -> None:
     files: dict[str, str] = {}
     for i in range(1000):
         files[f"burst/n{i:04d}.md"] = "# Burst\n\nOne of many small notes.\n"
-        files[f"burst/n{i:04d}.pnk.yaml"] = f"id: {new_ulid()}\ntitle: Note {i}\n"
-    kb, w = watched(files, first_timeout=120)  # ~3 s idle; far more on a loaded machine
+        files[f"burst/n{i:04d}.pnk.yaml"] = f"id: {new_ulid()}\n"  # no title: one text to embed
+    kb, w = watched(files, first_timeout=120)  # a few seconds idle; far more on a loaded machine
     assert len(w.reports[0].added) == 1000 and not w.reports[0].sidecars_created
     started = len(w.reports)
     for i in range(1000):
