@@ -106,6 +106,9 @@ class ChannelContext:
     dense: DenseIndex
     roots: list[int]  # fused top chunk ids, best first
     config: dict[str, Any]
+    #: The hybrid's whole fused list ``(chunk id, score)``, best first: a channel that
+    #: returns a final ranking blends its evidence with these scores.
+    fused: list[tuple[int, float]] | None = None
 
 
 class _Lists:
@@ -188,6 +191,8 @@ def hybrid_search(
     if fusion == "auto":
         # The channel knows which combination its numbers favour (ppr: final).
         fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
+    if fusion == "blend":
+        fusion = "final"  # a blending channel returns its final, already blended, ranking
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}
@@ -293,6 +298,7 @@ def hybrid_search(
             ctx = ChannelContext(
                 kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
                 roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
+                fused=list(fused[:n_cand]),
             )
             graph_hits = (graph.search(ctx) or [])[:n_cand]
             # An empty list (a sparse graph, nothing to add) leaves the two-list search
