@@ -109,7 +109,7 @@ class Settings:
     max_iterations: int = 50
     final: bool = True  # the list is the final ranking ("final", or "auto"): roots get mass
     centrality_power: float = 0.25  # divide by the query-independent walk's score ** this
-    hybrid_weight: float = 0.05  # blend: graph evidence + this x the hybrid's normalised score
+    hybrid_weight: float = 0.03  # blend: graph evidence + this x the hybrid's normalised score
     blend: bool = True  # "auto" or "blend": the channel returns the blended final ranking
 
     @classmethod
@@ -728,6 +728,9 @@ class PPRChannel:
     """See the module docstring."""
 
     name = "ppr"
+    #: ``graph_channel = "auto"`` picks this channel: it passes the default-on gate on
+    #: 2Wiki, docs-dev and the example KB (docs/benchmarks.md).
+    default_channel = True
     #: What ``graph_fusion = "auto"`` means for this channel: its list *is* the ranking
     #: (already blended with the hybrid's scores, see :func:`blend_ranking`).
     fusion = "final"
