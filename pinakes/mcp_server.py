@@ -507,7 +507,7 @@ class PinakesServer:
             k: Annotated[int | None, Field(description=f"How many hits (default: the KB's [retrieval] k, usually 10; capped at {MAX_K}).")] = None,
             entities: Annotated[list[str] | None, Field(description="Exact names or phrases to boost lexically, e.g. ['BM25', 'Robertson'].")] = None,
             concepts: Annotated[list[str] | None, Field(description="Ideas to blend into the query's meaning, e.g. ['term weighting'].")] = None,
-            channel: Annotated[str | None, Field(description="Graph channel: 'off' or an installed one such as 'expand'. Default: the KB's setting.")] = None,
+            channel: Annotated[str | None, Field(description="Graph channel: 'off', 'auto' or an installed one such as 'ppr' or 'expand'. Default: the KB's setting (auto: ppr when installed).")] = None,
         ) -> Annotated[CallToolResult, SearchOut]:
             out = server.search(query, kb, k, entities or (), concepts or (), channel)
             return _result(out, render_search(out))

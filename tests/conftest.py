@@ -72,6 +72,22 @@ def example_kb_copy(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def example_kb_links_only(example_kb_copy: Path, tmp_path_factory: pytest.TempPathFactory,
+                          embedder) -> KB:
+    """The example KB without title-mention edges (its authored links and structure only)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("example-links") / "retrieval-kb"
+    shutil.copytree(example_kb_copy, root)  # with .pinakes: the rebuild re-embeds nothing
+    with open(root / "pinakes.toml", "a", encoding="utf-8") as fh:
+        fh.write("\n[graph]\nmentions = false\n")
+    kb = KB.open(root)
+    kb._embedder = embedder
+    kb.sync()
+    return kb
+
+
 @pytest.fixture
 def example_kb(example_kb_copy: Path, embedder) -> KB:
     """The session's synced example KB, opened fresh for this test."""

@@ -188,7 +188,7 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
               help="An exact name or phrase to boost lexically (repeatable).")
 @click.option("--concept", "concepts", multiple=True, metavar="Y",
               help="A concept blended into the query's meaning (repeatable).")
-@click.option("--channel", help="Graph channel for this query: off, or an installed one (e.g. expand).")
+@click.option("--channel", help="Graph channel for this query: off, auto (the default: ppr when installed) or an installed one (e.g. expand).")
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
            concepts: tuple[str, ...], channel: str | None, json_: bool) -> None:
