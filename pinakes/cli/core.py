@@ -122,6 +122,8 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
             click.echo(f"  new sidecar {rel}")
         if len(report.sidecars_created) > 20:
             click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
+        for old, new in report.renamed[:20]:
+            click.echo(f"  renamed {old} -> {new}")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
     click.echo(f"{kb.name}: {report.summary()}")
