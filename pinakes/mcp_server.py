@@ -23,12 +23,13 @@ call made during a sync reads the last committed transaction (SQLite WAL).
 # signature with ``eval_str=True`` against module globals, and the tool
 # parameters use types built inside ``_register`` (their descriptions name the
 # served KBs), so annotations must be real objects, not strings.
+import contextlib
 import functools
 import hmac
 import ipaddress
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -38,9 +39,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
 from .errors import ConfigError, PinakesError
-from .fleet import search_many
+from .fleet import label, names_for, search_many
 from .kb import KB
 from .search import MAX_K
+from .store import NotSynced
 
 MAX_DEPTH = 3
 RESPONSE_BUDGET = 24_000  # bytes of structured JSON; the text rendering is about as long again
@@ -86,6 +88,11 @@ class SearchHitOut(BaseModel):
     )
 
 
+class SkippedOut(BaseModel):
+    kb: str = Field(description="A served KB that was not searched.")
+    reason: str = Field(description="Why, and how to fix it (e.g. run `pnk sync`).")
+
+
 class SearchOut(BaseModel):
     query: str
     kb: str = Field(description="The KB searched, or 'all' when several were.")
@@ -98,6 +105,10 @@ class SearchOut(BaseModel):
     hits: list[SearchHitOut]
     truncated: bool = Field(description="The response budget cut text or hits: narrow the query, don't page.")
     notes: list[str] = Field(description="Caps applied and other server remarks.")
+    skipped: list[SkippedOut] = Field(
+        default_factory=list,
+        description="KBs left out of this search (e.g. never synced); the others were searched.",
+    )
 
 
 class NeighbourOut(_Open):
@@ -153,7 +164,9 @@ class ReadOut(BaseModel):
 
 
 class KbOut(BaseModel):
-    name: str
+    name: str = Field(description="The name to pass as `kb` (its fleet name when registered).")
+    aliases: list[str] = Field(default_factory=list,
+                               description="Other names this KB answers to (its [kb] name, ...).")
     root: str
     indexed: bool
     documents: int | None = None
@@ -204,6 +217,15 @@ def _validation_message(tool: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts) + extra
 
 
+@contextlib.contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Say which KB is not indexed: the store's own message cannot know its fleet name."""
+    try:
+        yield
+    except NotSynced as exc:
+        raise ToolError(f"{name}: {_one_line(str(exc))}".replace("`pnk sync", f"`pnk sync --kb {name}")) from exc
+
+
 def is_loopback(host: str) -> bool:
     """True for hosts that only this machine can reach."""
     if host in LOOPBACK_NAMES:
@@ -251,12 +273,14 @@ class PinakesServer:
             raise ConfigError("no knowledge base to serve")
         self.kbs: dict[str, KB] = {}
         for kb in kbs:
-            if kb.name in self.kbs:
+            name = label(kb)
+            if name in self.kbs:
                 raise ConfigError(
-                    f"two served KBs are both named {kb.name!r} ({self.kbs[kb.name].root} and "
+                    f"two served KBs are both named {name!r} ({self.kbs[name].root} and "
                     f"{kb.root}): rename one in its pinakes.toml"
                 )
-            self.kbs[kb.name] = kb
+            self.kbs[name] = kb
+        self.aliases = self._aliases()
         self.lock = threading.Lock()
         self.mcp = PinakesMCP(
             "pinakes", title="Pinakes", version=__version__, instructions=INSTRUCTIONS,
@@ -266,19 +290,45 @@ class PinakesServer:
 
     # --- KB selection -------------------------------------------------------------
 
+    def _aliases(self) -> dict[str, str]:
+        """Other names of each served KB (its ``[kb] name``, further fleet names) -> served name.
+
+        One KB, one name: whether an agent learnt a KB's name from the fleet (a
+        cross-KB link row says ``kb: retrieval``) or from its pinakes.toml, the
+        name works. A name two served KBs could claim is nobody's alias.
+        """
+        try:
+            from .fleet import load_fleet
+
+            fleet = load_fleet()
+        except PinakesError:
+            fleet = {}
+        claims: dict[str, set[str]] = {}
+        for served, kb in self.kbs.items():
+            for other in [kb.name, *names_for(kb.root, fleet)]:
+                if other != served and other not in self.kbs:
+                    claims.setdefault(other, set()).add(served)
+        return {alias: next(iter(owners)) for alias, owners in claims.items() if len(owners) == 1}
+
     def _served(self) -> str:
         return ", ".join(sorted(self.kbs))
 
-    def pick(self, name: str | None) -> KB:
-        """The KB ``name`` names; with one KB served the name may be omitted."""
+    def name_of(self, name: str | None) -> str:
+        """The served name for ``name`` (a served name or an alias); omitted with one KB served."""
         if name is None or not name.strip():
             if len(self.kbs) == 1:
-                return next(iter(self.kbs.values()))
+                return next(iter(self.kbs))
             raise ToolError(f"several KBs are served ({self._served()}): pass kb")
-        kb = self.kbs.get(name.strip())
-        if kb is None:
-            raise ToolError(f"unknown kb {name!r} (served: {self._served()})")
-        return kb
+        wanted = name.strip()
+        if wanted in self.kbs:
+            return wanted
+        if wanted in self.aliases:
+            return self.aliases[wanted]
+        raise ToolError(f"unknown kb {name!r} (served: {self._served()})")
+
+    def pick(self, name: str | None) -> KB:
+        """The KB ``name`` names (or an alias of it); with one KB served the name may be omitted."""
+        return self.kbs[self.name_of(name)]
 
     def pick_many(self, name: str | None) -> list[KB]:
         """For search: one KB by name, or every served KB when omitted or 'all'."""
@@ -303,16 +353,18 @@ class PinakesServer:
             k = MAX_K
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
                              channel=channel)
+        names = {id(kb_): served for served, kb_ in self.kbs.items()}
+        label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
         for h in result.hits:
             hits.append({
-                "kb": h.kb, "doc_id": h.doc_id, "uri": f"pnk://{h.doc_id}", "title": h.title,
+                "kb": label_of.get(h.kb, h.kb), "doc_id": h.doc_id, "uri": f"pnk://{h.doc_id}", "title": h.title,
                 "path": h.path, "heading_path": list(h.heading_path), "start_line": h.start_line,
                 "text": h.text, "text_truncated": False, "score": h.score, "ranks": dict(h.ranks),
             })
         out = {
             "query": query,
-            "kb": result.kb,
+            "kb": label_of.get(result.kb, result.kb),
             "channel": result.channel,
             "k": k if k is not None else min(int(kbs[0].config.retrieval["k"]), MAX_K),
             "confidence": "unknown" if result.confidence is None else round(result.confidence, 4),
@@ -320,6 +372,8 @@ class PinakesServer:
             "hits": hits,
             "truncated": False,
             "notes": notes,
+            "skipped": [{"kb": label_of.get(s["kb"], s["kb"]), "reason": s["reason"]}
+                        for s in result.skipped],
         }
         self._fit_hits(out)
         return out
@@ -352,7 +406,8 @@ class PinakesServer:
     def links(self, kb: str | None, doc_id: str, rel: str | None = None, direction: str = "both",
               depth: int = 1, query: str | None = None) -> dict[str, Any]:
         """Typed neighbourhood of a document, depth capped at 3, fitted to the budget."""
-        target = self.pick(kb)
+        served = self.name_of(kb)
+        target = self.kbs[served]
         notes: list[str] = []
         if depth < 1:
             raise ToolError("depth must be at least 1")
@@ -364,9 +419,10 @@ class PinakesServer:
             depth = MAX_DEPTH
         if query is not None and not query.strip():
             query = None
-        start = target.resolve(doc_id)
-        result = dict(target.links(doc_id, rel=rel, direction=direction, depth=depth, query=query))
-        result.setdefault("kb", target.name)
+        with _naming(served):
+            start = target.resolve(doc_id)
+            result = dict(target.links(doc_id, rel=rel, direction=direction, depth=depth, query=query))
+        result["kb"] = served
         result.setdefault("doc_id", start["ulid"])
         result.setdefault("depth", depth)
         result.setdefault("truncated", False)
@@ -392,8 +448,10 @@ class PinakesServer:
 
     def read(self, kb: str | None, doc_id: str, section: str | list[str] | None = None) -> dict[str, Any]:
         """A served document's text (or one section), fitted to the budget."""
-        target = self.pick(kb)
-        out = dict(target.read(doc_id, section))
+        served = self.name_of(kb)
+        with _naming(served):
+            out = dict(self.kbs[served].read(doc_id, section))
+        out["kb"] = served
         out["truncated"] = False
         out["notes"] = []
         if len(out["sections"]) > MAX_SECTIONS_LISTED:
@@ -425,7 +483,8 @@ class PinakesServer:
         """Every served KB with counts and its last sync time."""
         rows = []
         for name, kb in sorted(self.kbs.items()):
-            row: dict[str, Any] = {"name": name, "root": str(kb.root), "indexed": False}
+            row: dict[str, Any] = {"name": name, "root": str(kb.root), "indexed": False,
+                                   "aliases": sorted(a for a, o in self.aliases.items() if o == name)}
             try:
                 info = kb.status()
             except PinakesError as exc:
@@ -598,6 +657,7 @@ def render_search(out: dict[str, Any]) -> str:
     if out["truncated"]:
         lines.append("")
         lines.append("truncated: narrow the query rather than paging")
+    lines += [f"skipped {s['kb']}: {s['reason']}" for s in out.get("skipped") or []]
     return "\n".join(lines + _notes(out))
 
 

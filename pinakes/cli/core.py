@@ -185,8 +185,12 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     from ..fleet import open_kbs, search_many
 
     refs = list(kb_paths) or ([os.environ["PINAKES_KB"]] if os.environ.get("PINAKES_KB") else [])
-    kbs = open_kbs(refs)
-    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel)
+    skipped: list[dict[str, str]] = []
+    kbs = open_kbs(refs, skipped=skipped)
+    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
+                         skipped=skipped)
+    for s in result.skipped:  # one bad KB of a fleet search is a warning, not a failure
+        click.echo(f"pnk search: warning: skipped {s['kb']}: {s['reason']}", err=True)
     if json_:
         echo_json(result.to_dict())
         return

@@ -37,7 +37,7 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     A `pnk sync` while the server runs is picked up on the next call; no
     restart is needed. Logs go to stderr; stdout belongs to the protocol.
     """
-    from ..fleet import ALL, open_kbs
+    from ..fleet import ALL, label, open_kbs
     from ..mcp_server import PinakesServer, is_loopback, run_http, run_stdio
 
     source = ctx.get_parameter_source
@@ -61,11 +61,14 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     else:
         env = os.environ.get("PINAKES_KB")
         refs = [env] if env else None
-    kbs = open_kbs(refs)
+    skipped: list[dict[str, str]] = []
+    kbs = open_kbs(refs, skipped=skipped)
+    for s in skipped:  # a fleet entry that cannot even be opened is left out, by name
+        click.echo(f"pnk serve: warning: not serving {s['kb']}: {s['reason']}", err=True)
     server = PinakesServer(kbs)
     for kb in kbs:
         if not (kb.config.state_dir / "index.db").exists():
-            click.echo(f"pnk serve: warning: {kb.name} is not indexed yet; run `pnk sync --kb {kb.root}`"
+            click.echo(f"pnk serve: warning: {label(kb)} is not indexed yet; run `pnk sync --kb {kb.root}`"
                        " (the server picks it up without a restart)", err=True)
     names = ", ".join(sorted(server.kbs))
     if http:
