@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .embcache import canonical
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
@@ -406,7 +407,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         vecs = embedder.embed([t for _, t in part], batch_size=bs, progress=tick)
         store.cache_vectors(model, [(h, v) for (h, _), v in zip(part, vecs, strict=True)])
         for (h, _), v in zip(part, vecs, strict=True):
-            vectors[h] = v.astype("<f4").tobytes()
+            vectors[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
     report.embed_seconds = time.perf_counter() - t0
     report.chunks_embedded = sum(
         1 for d in docs for r in d.chunk_rows if r["hash"] not in cached

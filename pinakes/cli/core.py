@@ -130,20 +130,27 @@ def _human_bytes(n: int) -> str:
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
     """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    from ..embcache import describe
+
     kb = open_kb(kb_path)
     info = kb.status()
+    info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
     if json_:
         echo_json(info)
         return
     click.echo(f"{info['name']}  ({info['root']})")
+    cache_line = (f"{cache['entries']} vectors, {_human_bytes(cache['bytes'])} of "
+                  f"{_human_bytes(cache['max_bytes'])} max, in {cache['path']}")
     if not info.get("indexed"):
         click.echo("  not indexed yet: run `pnk sync`")
+        click.echo(f"  {'cache':<10} {cache_line}")
         return
     rows = [
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
         ("vectors", f"{info['vectors']} x {info['dim']}d"),
-        ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
+        ("store", _human_bytes(info["store_bytes"])),
+        ("cache", cache_line),
         ("last sync", info["last_sync"]),
         ("embedder", info["embedder"]),
         ("schema", info["schema"]),
