@@ -176,8 +176,9 @@ class EmbeddingCache:
 
     def _open(self) -> sqlite3.Connection:
         self.folder.mkdir(parents=True, exist_ok=True)
-        conn = self._connect()
+        conn: sqlite3.Connection | None = None
         try:
+            conn = self._connect()
             conn.executescript(SCHEMA)
             row = conn.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
             if row is None:
@@ -185,11 +186,13 @@ class EmbeddingCache:
             elif row[0] != LAYOUT:
                 raise sqlite3.DatabaseError(f"cache layout {row[0]}, expected {LAYOUT}")
         except sqlite3.OperationalError:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise
         except sqlite3.DatabaseError as exc:
             # Not a cache we can read (corrupt, or another layout): it is derived, start afresh.
-            conn.close()
+            if conn is not None:
+                conn.close()
             _warn_once(f"{self.path} was unreadable ({exc}); starting a new embedding cache")
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
