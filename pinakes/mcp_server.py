@@ -53,6 +53,13 @@ LOOPBACK_NAMES = ("localhost",)
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# pinakes_link / pinakes_unlink (only with `pnk serve --allow-writes`): they edit a
+# sidecar, never a document body; a repeated call changes nothing; unlink removes
+# only what the agent (or anyone) can add back with link.
+WRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+MAX_NOTE = 500
 
 INSTRUCTIONS = """\
 Pinakes serves local Markdown knowledge bases, read-only.
@@ -60,6 +67,11 @@ Loop: pinakes_search -> look at scores and confidence -> refine the query (or pa
 entities/concepts) rather than raising k -> pinakes_links on a promising doc_id for
 one hop, read its frontier, go deeper only if needed -> pinakes_read for the full text
 of a document or one section. `truncated: true` means narrow the request, not page.
+"""
+
+WRITE_INSTRUCTIONS = """Writes are enabled: when you find that one document relates to another (cites,
+extends, uses, contradicts...), record it with pinakes_link; it lands in the source's
+sidecar (.pnk.yaml), never in a document's text, and the next searches see it.
 """
 
 
@@ -161,6 +173,25 @@ class ReadOut(BaseModel):
     sections: list[str] = Field(description="Every section's heading path, to pick one to read.")
     truncated: bool = Field(description="text was cut to fit the response budget: read one section instead.")
     notes: list[str]
+
+
+class LinkDocOut(_Open):
+    doc_id: str | None = None
+    path: str | None = None
+    title: str | None = None
+
+
+class LinkOut(BaseModel):
+    kb: str
+    action: Literal["added", "updated", "exists", "removed", "absent"] = Field(
+        description="added/updated/removed: the sidecar was rewritten; exists/absent: nothing to do.")
+    source: LinkDocOut = Field(description="The document whose sidecar holds the link.")
+    target: dict[str, Any] = Field(description="The linked document, or {target, dangling: true}.")
+    rel: str | None = Field(None, description="The relation (for unlink: the one asked for, if any).")
+    to: str | None = Field(None, description="The `to:` written in the sidecar (link only).")
+    removed: list[dict[str, str]] = Field(default_factory=list, description="Entries removed (unlink).")
+    sidecar: str = Field(description="KB-relative path of the edited sidecar.")
+    sync: str | None = Field(None, description="The sync that followed the edit, in one line.")
 
 
 class KbOut(BaseModel):
@@ -268,9 +299,10 @@ class PinakesServer:
     Searches take milliseconds, so serialising costs nothing noticeable.
     """
 
-    def __init__(self, kbs: Sequence[KB]) -> None:
+    def __init__(self, kbs: Sequence[KB], allow_writes: bool = False) -> None:
         if not kbs:
             raise ConfigError("no knowledge base to serve")
+        self.allow_writes = allow_writes
         self.kbs: dict[str, KB] = {}
         for kb in kbs:
             name = label(kb)
@@ -283,7 +315,8 @@ class PinakesServer:
         self.aliases = self._aliases()
         self.lock = threading.Lock()
         self.mcp = PinakesMCP(
-            "pinakes", title="Pinakes", version=__version__, instructions=INSTRUCTIONS,
+            "pinakes", title="Pinakes", version=__version__,
+            instructions=INSTRUCTIONS + (WRITE_INSTRUCTIONS if allow_writes else ""),
             log_level="WARNING",
         )
         self._register()
@@ -479,6 +512,81 @@ class PinakesServer:
             out["notes"].append("the file changed since the last `pnk sync`; this is its current text")
         return out
 
+    # --- writes (pnk serve --allow-writes) -------------------------------------------------
+
+    def _ref(self, kb: KB, value: str, what: str, target: bool = False) -> str:
+        """A document reference an agent gave, made safe to hand to the library.
+
+        ULIDs, ``pnk://`` URIs and (for a target) ``kb://name/path`` pass through;
+        anything else is a KB-relative path, refused when it is absolute or leaves
+        the KB, and passed on anchored at the KB root (never the server's folder).
+        """
+        import os
+        from pathlib import PurePosixPath
+
+        from .sidecar import is_ulid
+
+        ref = str(value).strip()
+        if not ref:
+            raise ToolError(f"{what} is empty: give a document id or KB-relative path")
+        if "\x00" in ref or "\n" in ref:
+            raise ToolError(f"{what}: invalid characters in {ref!r}")
+        low = ref.lower()
+        if low.startswith("pnk://") or is_ulid(ref.upper()) or (target and low.startswith("kb://")):
+            return ref
+        if "://" in ref or (len(ref) > 1 and ref[1] == ":"):
+            raise ToolError(f"{what} {ref!r}: use a document id, pnk://ID"
+                            + (", kb://name/path" if target else "") + " or a KB-relative path")
+        norm = os.path.normpath(ref.replace("\\", "/")).replace(os.sep, "/")
+        parts = PurePosixPath(norm).parts
+        if ref.startswith(("/", "~")) or norm == ".." or (parts and parts[0] == ".."):
+            raise ToolError(f"{what} {ref!r} is outside the knowledge base: give a path relative to "
+                            "its root, e.g. notes/a.md")
+        return str(kb.root / norm)
+
+    def _link_out(self, served: str, kb: KB, out: dict[str, Any]) -> dict[str, Any]:
+        root = str(kb.root) + "/"
+        dst = dict(out["dst"])
+        if isinstance(dst.get("target"), str) and dst["target"].startswith(root):
+            dst["target"] = dst["target"][len(root):]  # a dangling path, shown as the agent wrote it
+        return {
+            "kb": served, "action": out["action"], "source": out["src"], "target": dst,
+            "rel": out.get("rel"), "to": out.get("to"), "removed": out.get("removed", []),
+            "sidecar": out["sidecar"], "sync": out.get("sync"),
+        }
+
+    def link(self, kb: str | None, source: str, target: str, rel: str, note: str | None = None,
+             allow_dangling: bool = False) -> dict[str, Any]:
+        """Add a typed link to SOURCE's sidecar (idempotent), then sync: ``pnk link``."""
+        from .links import check_rel
+
+        served = self.name_of(kb)
+        the_kb = self.kbs[served]
+        rel = check_rel(rel)
+        if note is not None and len(note) > MAX_NOTE:
+            raise ToolError(f"note is {len(note)} characters: keep it under {MAX_NOTE}")
+        src = self._ref(the_kb, source, "source")
+        dst = self._ref(the_kb, target, "target", target=True)
+        with _naming(served):
+            out = the_kb.link(src, dst, rel, note=note or None, allow_dangling=allow_dangling)
+        return self._link_out(served, the_kb, out)
+
+    def unlink(self, kb: str | None, source: str, target: str, rel: str | None = None) -> dict[str, Any]:
+        """Remove SOURCE's sidecar links to TARGET (of ``rel`` only, if given), then sync: ``pnk unlink``."""
+        from .links import check_rel
+
+        served = self.name_of(kb)
+        the_kb = self.kbs[served]
+        if rel is not None and rel.strip():
+            rel = check_rel(rel)
+        else:
+            rel = None
+        src = self._ref(the_kb, source, "source")
+        dst = self._ref(the_kb, target, "target", target=True)
+        with _naming(served):
+            out = the_kb.unlink(src, dst, rel=rel)
+        return self._link_out(served, the_kb, {**out, "rel": rel})
+
     def kbs_info(self) -> dict[str, Any]:
         """Every served KB with counts and its last sync time."""
         rows = []
@@ -598,6 +706,8 @@ class PinakesServer:
             return _result(out, render_kbs(out))
 
         add = self.mcp.add_tool
+        if self.allow_writes:
+            self._register_writes(KbArg)
         add(pinakes_search, title="Search the knowledge base", annotations=READ_ONLY, description=(
             "Hybrid search (BM25 + embeddings, fused) over local Markdown knowledge bases. "
             "Returns ranked chunks (doc_id, title, path, heading path, text, score, per-channel "
@@ -624,6 +734,54 @@ class PinakesServer:
         add(pinakes_kbs, title="List knowledge bases", annotations=READ_ONLY, description=(
             "The knowledge bases this server serves, with document and chunk counts, the last "
             "sync time and sync generation. Use a name as the `kb` argument of the other tools."
+        ))
+
+
+    def _register_writes(self, KbArg: Any) -> None:  # noqa: N803 - a type, named like one
+        """pinakes_link and pinakes_unlink: registered only with ``--allow-writes``."""
+        server = self
+        guard = self._guard
+        SourceArg = Annotated[str, Field(
+            description="The document whose sidecar gets the link: its ULID, pnk:// URI or "
+                        "KB-relative path (e.g. notes/a.md).", min_length=1)]
+        TargetArg = Annotated[str, Field(
+            description="The linked document: ULID, pnk:// URI, KB-relative path, or "
+                        "kb://name/path for a document of another fleet KB.", min_length=1)]
+
+        @guard
+        def pinakes_link(
+            source: SourceArg,
+            target: TargetArg,
+            rel: Annotated[str, Field(description="The relation, one short word: cites, extends, uses, "
+                                                  "contradicts, part_of, ... (letters, digits, _ - . :).")],
+            kb: KbArg = None,
+            note: Annotated[str | None, Field(description=f"A short note kept with the link (at most {MAX_NOTE} characters).")] = None,
+            allow_dangling: Annotated[bool, Field(description="Link even when target is not (yet) a known document (a path inside the KB).")] = False,
+        ) -> Annotated[CallToolResult, LinkOut]:
+            out = server.link(kb, source, target, rel, note, allow_dangling)
+            return _result(out, render_link(out))
+
+        @guard
+        def pinakes_unlink(
+            source: SourceArg,
+            target: TargetArg,
+            rel: Annotated[str | None, Field(description="Only remove links of this relation (default: every sidecar link to target).")] = None,
+            kb: KbArg = None,
+        ) -> Annotated[CallToolResult, LinkOut]:
+            out = server.unlink(kb, source, target, rel)
+            return _result(out, render_link(out))
+
+        add = self.mcp.add_tool
+        add(pinakes_link, title="Record a typed link", annotations=WRITES, description=(
+            "Record that source relates to target (rel: cites, extends, uses, ...) in source's "
+            "sidecar (.pnk.yaml); never edits a document's text. Idempotent: the same link twice "
+            "is stored once ('exists'). The index is updated before the call returns, so "
+            "pinakes_links and searches see the link at once."
+        ))
+        add(pinakes_unlink, title="Remove a typed link", annotations=WRITES, description=(
+            "Remove source's sidecar links to target (only those of rel, when given). Links "
+            "written in a document's text are part of the document and are never edited. "
+            "Idempotent: 'absent' when there was nothing to remove."
         ))
 
 
@@ -686,6 +844,22 @@ def render_read(out: dict[str, Any]) -> str:
     for link in out["links"]:
         head.append(f"link: {link.get('rel', 'links-to')} -> {link.get('to')}")
     return "\n".join(head + _notes(out) + ["", out["text"]])
+
+
+def render_link(out: dict[str, Any]) -> str:
+    src = out["source"].get("path") or out["source"].get("doc_id")
+    dst = out["target"].get("path") or out["target"].get("target") or out["target"].get("doc_id")
+    if out["action"] in ("added", "updated", "exists"):
+        verb = {"added": "linked", "updated": "updated the note of", "exists": "already linked:"}[out["action"]]
+        line = f"{verb} {src} -> {out['to']} ({out['rel']}) in {out['sidecar']}"
+    elif out["action"] == "removed":
+        line = "; ".join(f"unlinked {src} -> {r['to']} ({r['rel']})" for r in out["removed"])
+        line += f" in {out['sidecar']}"
+    else:
+        line = f"{out['sidecar']} has no link to {dst}" + (f" of relation {out['rel']!r}" if out["rel"] else "")
+    if out["target"].get("dangling"):
+        line += f"; {dst} is not a known document yet (dangling)"
+    return line + (f"\nsync: {out['sync']}" if out.get("sync") else "")
 
 
 def render_kbs(out: dict[str, Any]) -> str:

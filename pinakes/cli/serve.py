@@ -24,13 +24,17 @@ DEFAULT_PORT = 8765
 @click.option("--token", envvar="PINAKES_MCP_TOKEN", metavar="T",
               help="With --http, require `Authorization: Bearer T` on every request "
                    "(env: PINAKES_MCP_TOKEN, which keeps it out of the process list).")
+@click.option("--allow-writes", is_flag=True,
+              help="Also offer pinakes_link and pinakes_unlink: agents may record typed links "
+                   "in sidecars (never in a document's text). Without it the server is read-only.")
 @click.pass_context
 def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, host: str,
-          port: int, token: str | None) -> None:
-    """Serve knowledge bases to AI agents over MCP (read-only).
+          port: int, token: str | None, allow_writes: bool) -> None:
+    """Serve knowledge bases to AI agents over MCP (read-only unless --allow-writes).
 
     \b
-    Tools: pinakes_search, pinakes_links, pinakes_read, pinakes_kbs.
+    Tools: pinakes_search, pinakes_links, pinakes_read, pinakes_kbs;
+    with --allow-writes also pinakes_link, pinakes_unlink (sidecars only).
     Claude Code:  claude mcp add pinakes -- pnk serve --kb /path/to/kb
     HTTP:         pnk serve --http --port 8765 --token "$SECRET"
 
@@ -65,7 +69,7 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     kbs = open_kbs(refs, skipped=skipped)
     for s in skipped:  # a fleet entry that cannot even be opened is left out, by name
         click.echo(f"pnk serve: warning: not serving {s['kb']}: {s['reason']}", err=True)
-    server = PinakesServer(kbs)
+    server = PinakesServer(kbs, allow_writes=allow_writes)
     for kb in kbs:
         if not (kb.config.state_dir / "index.db").exists():
             click.echo(f"pnk serve: warning: {label(kb)} is not indexed yet; run `pnk sync --kb {kb.root}`"
