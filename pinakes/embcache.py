@@ -238,8 +238,17 @@ class EmbeddingCache:
         """Float32 bytes of the vectors cached for these content hashes (misses are absent).
 
         Hits have their LRU clock refreshed (at most hourly, best effort: a
-        cache busy beyond the timeout only loses the refresh).
+        cache busy beyond the timeout only loses the refresh). A cache that
+        fails (a full disk, a lock held for half a minute) answers nothing,
+        with one warning: the sync embeds instead of failing.
         """
+        try:
+            return self._get(model, hashes)
+        except sqlite3.OperationalError as exc:
+            _warn_once(f"embedding cache lookup failed ({exc}); embedding without it")
+            return {}
+
+    def _get(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         mid = self._model_id(model, create=False)
         found: dict[str, bytes] = {}
         if mid is None or not hashes:
@@ -267,7 +276,16 @@ class EmbeddingCache:
         return found
 
     def put(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Remember vectors by content hash, in one transaction; prunes when over the maximum."""
+        """Remember vectors by content hash, in one transaction; prunes when over the maximum.
+
+        Like :meth:`get`, a failing cache costs a warning, never the sync.
+        """
+        try:
+            self._put(model, items)
+        except sqlite3.OperationalError as exc:
+            _warn_once(f"embedding cache write failed ({exc}); these vectors are not cached")
+
+    def _put(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         now = int(time.time())
         encoded = ((_key(h), encode(v)) for h, v in items)
         rows = [(k, now, b) for k, b in encoded if b is not None]

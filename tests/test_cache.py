@@ -290,3 +290,15 @@ def test_pnk_cache_and_status(make_kb, tmp_path: Path) -> None:
                          (["cache", "--model", "x"], "only used with --clear")):
         res = runner.invoke(cli, bad)
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
+
+
+def test_an_unusable_cache_folder_only_costs_a_warning(make_kb, monkeypatch, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be", encoding="utf-8")
+    monkeypatch.setenv("PINAKES_CACHE_DIR", str(blocker / "pinakes"))
+    kb = make_kb({"a.md": "# A\n\nalpha beta\n"}, name="nocache")
+    report = kb.sync()
+    assert report.chunks_embedded == 1 and not report.problems
+    assert "embedding cache unavailable" in capsys.readouterr().err
+    assert kb.search("alpha").hits
