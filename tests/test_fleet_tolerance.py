@@ -88,6 +88,9 @@ def test_a_kb_answers_to_its_fleet_name_in_the_cli(make_kb) -> None:
 
 def test_serve_all_over_mcp_skips_and_aliases(make_kb, tmp_path: Path) -> None:
     good, fresh = _fleet(make_kb)
+    gone = make_kb({"x.md": "# X\n\nxylophone\n"}, name="gone")
+    fleet.add("gone", gone.root)
+    shutil.rmtree(gone.root)  # a fleet entry whose folder has been moved away
     log = tmp_path / "server.log"
 
     async def scenario() -> None:
@@ -129,4 +132,6 @@ def test_serve_all_over_mcp_skips_and_aliases(make_kb, tmp_path: Path) -> None:
     except BaseException:
         print(log.read_text(encoding="utf-8"), file=sys.stderr)
         raise
-    assert "warning: fresh is not indexed yet" in log.read_text(encoding="utf-8")
+    banner = log.read_text(encoding="utf-8")
+    assert "warning: fresh is not indexed yet" in banner
+    assert "warning: not serving gone: fleet KB 'gone' points at" in banner
