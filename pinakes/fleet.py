@@ -8,11 +8,14 @@ tests). Commands that take ``--kb`` accept a path or a registered name, and
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import CONFIG_NAME, slugify, user_dir
 from .errors import ConfigError, KBNotFound, PinakesError, UnknownEmbedder
@@ -193,10 +196,20 @@ def _list_skipped(skipped: Sequence[dict[str, str]]) -> str:
     return "; ".join(f"{s['kb']} ({s['reason']})" for s in skipped)
 
 
+@dataclass
+class FleetResult(SearchResult):
+    """A search over one or more KBs, with the KBs it had to leave out as ``{kb, reason}``."""
+
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "skipped": self.skipped}
+
+
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
                 channel: str | None = None,
-                skipped: Sequence[dict[str, str]] = ()) -> SearchResult:
+                skipped: Sequence[dict[str, str]] = ()) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
     Fused scores are comparable across KBs because every KB fuses with the same
@@ -227,13 +240,14 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     if not results:
         raise NotSynced("no knowledge base could be searched: " + _list_skipped(left_out))
     if len(kbs) == 1 and not left_out:
-        return results[0]
+        one = results[0]
+        return FleetResult(**{f.name: getattr(one, f.name) for f in dataclasses.fields(one)})
     limit = k or int(kbs[0].config.retrieval["k"])
     hits = sorted((h for r in results for h in r.hits), key=lambda h: (-h.score, h.kb, h.chunk_id))
     confidences = [r.confidence for r in results if r.confidence is not None]
     confidence = max(confidences) if len(confidences) == len(results) else None
     abstained = all(r.abstained for r in results)
-    return SearchResult(
+    return FleetResult(
         query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
         timings_ms={"total": (time.perf_counter() - started) * 1000},

@@ -267,6 +267,8 @@ class KB:
             if f.name.startswith("index.db"):
                 size += f.stat().st_size
         out["store_bytes"] = size
+        cache = self.config.state_dir / "cache.db"
+        out["cache_bytes"] = cache.stat().st_size if cache.exists() else 0
         return out
 
     # --- documents -----------------------------------------------------------------

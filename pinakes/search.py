@@ -68,7 +68,6 @@ class SearchResult:
     abstained: bool
     channel: str
     timings_ms: dict[str, float] = field(default_factory=dict)
-    skipped: list[dict[str, str]] = field(default_factory=list)  # fleet KBs left out: {kb, reason}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +78,6 @@ class SearchResult:
             "abstained": self.abstained,
             "hits": [h.to_dict() for h in self.hits],
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-            "skipped": self.skipped,
         }
 
 

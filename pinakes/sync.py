@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embcache import canonical
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
@@ -376,6 +375,8 @@ def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
 
 def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
            progress: ProgressFn | None) -> None:
+    from .embcache import canonical
+
     embedder = kb.embedder
     model = embedder.id
     pending: dict[str, str] = {}  # hash -> text

@@ -135,6 +135,7 @@ def status(kb_path: str | None, json_: bool) -> None:
     kb = open_kb(kb_path)
     info = kb.status()
     info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
+    info["cache_bytes"] = cache["bytes"]
     if json_:
         echo_json(info)
         return
@@ -149,9 +150,9 @@ def status(kb_path: str | None, json_: bool) -> None:
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
         ("vectors", f"{info['vectors']} x {info['dim']}d"),
-        ("store", _human_bytes(info["store_bytes"])),
-        ("cache", cache_line),
+        ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
+        ("cache", cache_line),
         ("embedder", info["embedder"]),
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
