@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
 from .errors import ConfigError, PinakesError
-from .fleet import label, names_for, search_many
+from .fleet import search_many
 from .kb import KB
 from .search import MAX_K
 from .store import NotSynced
@@ -302,7 +302,9 @@ class PinakesServer:
     def __init__(self, kbs: Sequence[KB], allow_writes: bool = False) -> None:
         if not kbs:
             raise ConfigError("no knowledge base to serve")
-        self.allow_writes = allow_writes
+        self.allow_writes = False
+        from .fleet import label
+
         self.kbs: dict[str, KB] = {}
         for kb in kbs:
             name = label(kb)
@@ -315,11 +317,20 @@ class PinakesServer:
         self.aliases = self._aliases()
         self.lock = threading.Lock()
         self.mcp = PinakesMCP(
-            "pinakes", title="Pinakes", version=__version__,
-            instructions=INSTRUCTIONS + (WRITE_INSTRUCTIONS if allow_writes else ""),
+            "pinakes", title="Pinakes", version=__version__, instructions=INSTRUCTIONS,
             log_level="WARNING",
         )
         self._register()
+        if allow_writes:
+            self.enable_writes()
+
+    def enable_writes(self) -> None:
+        """Offer pinakes_link and pinakes_unlink too (``pnk serve --allow-writes``); call before serving."""
+        if self.allow_writes:
+            return
+        self.allow_writes = True
+        self.mcp._lowlevel_server.instructions = INSTRUCTIONS + WRITE_INSTRUCTIONS
+        self._register_writes()
 
     # --- KB selection -------------------------------------------------------------
 
@@ -330,9 +341,9 @@ class PinakesServer:
         cross-KB link row says ``kb: retrieval``) or from its pinakes.toml, the
         name works. A name two served KBs could claim is nobody's alias.
         """
-        try:
-            from .fleet import load_fleet
+        from .fleet import load_fleet, names_for
 
+        try:
             fleet = load_fleet()
         except PinakesError:
             fleet = {}
@@ -384,6 +395,8 @@ class PinakesServer:
         if k is not None and k > MAX_K:
             notes.append(f"k={k} capped at {MAX_K}: prefer refining the query over raising k")
             k = MAX_K
+        from .fleet import label
+
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
                              channel=channel)
         names = {id(kb_): served for served, kb_ in self.kbs.items()}
@@ -706,8 +719,6 @@ class PinakesServer:
             return _result(out, render_kbs(out))
 
         add = self.mcp.add_tool
-        if self.allow_writes:
-            self._register_writes(KbArg)
         add(pinakes_search, title="Search the knowledge base", annotations=READ_ONLY, description=(
             "Hybrid search (BM25 + embeddings, fused) over local Markdown knowledge bases. "
             "Returns ranked chunks (doc_id, title, path, heading path, text, score, per-channel "
@@ -737,10 +748,14 @@ class PinakesServer:
         ))
 
 
-    def _register_writes(self, KbArg: Any) -> None:  # noqa: N803 - a type, named like one
+    def _register_writes(self) -> None:
         """pinakes_link and pinakes_unlink: registered only with ``--allow-writes``."""
         server = self
         guard = self._guard
+        KbArg = Annotated[
+            str | None,
+            Field(description=f"Knowledge base name (served: {self._served()}); may be omitted when one is served."),
+        ]
         SourceArg = Annotated[str, Field(
             description="The document whose sidecar gets the link: its ULID, pnk:// URI or "
                         "KB-relative path (e.g. notes/a.md).", min_length=1)]

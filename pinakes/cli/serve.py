@@ -16,6 +16,9 @@ DEFAULT_PORT = 8765
               help="A knowledge base to serve: a folder or a fleet name (repeatable). "
                    "Default: the KB enclosing the current folder.")
 @click.option("--all", "all_", is_flag=True, help="Serve every KB registered in the fleet.")
+@click.option("--allow-writes", is_flag=True,
+              help="Also offer pinakes_link and pinakes_unlink: agents may record typed links "
+                   "in sidecars (never in a document's text). Without it the server is read-only.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind with --http. Anything but loopback requires --token.")
@@ -24,9 +27,6 @@ DEFAULT_PORT = 8765
 @click.option("--token", envvar="PINAKES_MCP_TOKEN", metavar="T",
               help="With --http, require `Authorization: Bearer T` on every request "
                    "(env: PINAKES_MCP_TOKEN, which keeps it out of the process list).")
-@click.option("--allow-writes", is_flag=True,
-              help="Also offer pinakes_link and pinakes_unlink: agents may record typed links "
-                   "in sidecars (never in a document's text). Without it the server is read-only.")
 @click.pass_context
 def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, host: str,
           port: int, token: str | None, allow_writes: bool) -> None:
@@ -65,15 +65,16 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     else:
         env = os.environ.get("PINAKES_KB")
         refs = [env] if env else None
-    skipped: list[dict[str, str]] = []
-    kbs = open_kbs(refs, skipped=skipped)
-    for s in skipped:  # a fleet entry that cannot even be opened is left out, by name
-        click.echo(f"pnk serve: warning: not serving {s['kb']}: {s['reason']}", err=True)
-    server = PinakesServer(kbs, allow_writes=allow_writes)
+    kbs = open_kbs(refs, skipped=(skipped := []))
+    server = PinakesServer(kbs)
     for kb in kbs:
         if not (kb.config.state_dir / "index.db").exists():
             click.echo(f"pnk serve: warning: {label(kb)} is not indexed yet; run `pnk sync --kb {kb.root}`"
                        " (the server picks it up without a restart)", err=True)
+    for s in skipped:  # a fleet entry that cannot even be opened is left out, by name
+        click.echo(f"pnk serve: warning: not serving {s['kb']}: {s['reason']}", err=True)
+    if allow_writes:
+        server.enable_writes()
     names = ", ".join(sorted(server.kbs))
     if http:
         auth = "bearer token required" if token else "no token"
