@@ -257,6 +257,17 @@ def _naming(name: str) -> Iterator[None]:
         raise ToolError(f"{name}: {_one_line(str(exc))}".replace("`pnk sync", f"`pnk sync --kb {name}")) from exc
 
 
+@contextlib.contextmanager
+def _kb_relative(kb: KB) -> Iterator[None]:
+    """Errors about paths the server anchored at the KB root name them as the agent gave them."""
+    try:
+        yield
+    except PinakesError as exc:
+        if isinstance(exc, NotSynced):
+            raise
+        raise ToolError(_one_line(str(exc)).replace(f"{kb.root}/", "")) from exc
+
+
 def is_loopback(host: str) -> bool:
     """True for hosts that only this machine can reach."""
     if host in LOOPBACK_NAMES:
@@ -580,7 +591,7 @@ class PinakesServer:
             raise ToolError(f"note is {len(note)} characters: keep it under {MAX_NOTE}")
         src = self._ref(the_kb, source, "source")
         dst = self._ref(the_kb, target, "target", target=True)
-        with _naming(served):
+        with _naming(served), _kb_relative(the_kb):
             out = the_kb.link(src, dst, rel, note=note or None, allow_dangling=allow_dangling)
         return self._link_out(served, the_kb, out)
 
@@ -596,7 +607,7 @@ class PinakesServer:
             rel = None
         src = self._ref(the_kb, source, "source")
         dst = self._ref(the_kb, target, "target", target=True)
-        with _naming(served):
+        with _naming(served), _kb_relative(the_kb):
             out = the_kb.unlink(src, dst, rel=rel)
         return self._link_out(served, the_kb, {**out, "rel": rel})
 

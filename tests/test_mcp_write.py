@@ -134,8 +134,9 @@ def test_agents_record_and_remove_links(kb: KB, tmp_path: Path) -> None:
                 "source": "ops/storms.md", "target": "https://example.com/x.md", "rel": "cites"}))
             assert "link to itself" in err(await call("pinakes_link", {
                 "source": "ops/storms.md", "target": STORMS_ID, "rel": "cites"}))
-            assert "no document" in err(await call("pinakes_link", {
+            missing = err(await call("pinakes_link", {
                 "source": "ops/nothing.md", "target": "guide/intro.md", "rel": "cites"}))
+            assert "no document 'ops/nothing.md'" in missing and str(kb.root) not in missing
             assert "note is" in err(await call("pinakes_link", {
                 "source": "ops/storms.md", "target": "guide/intro.md", "rel": "cites", "note": "x" * 600}))
             assert "unknown kb" in err(await call("pinakes_link", {
