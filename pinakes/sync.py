@@ -408,6 +408,8 @@ def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
 
 def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
            progress: ProgressFn | None) -> None:
+    from .embcache import canonical
+
     embedder = kb.embedder
     model = embedder.id
     pending: dict[str, str] = {}  # hash -> text
@@ -439,7 +441,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         vecs = embedder.embed([t for _, t in part], batch_size=bs, progress=tick)
         store.cache_vectors(model, [(h, v) for (h, _), v in zip(part, vecs, strict=True)])
         for (h, _), v in zip(part, vecs, strict=True):
-            vectors[h] = v.astype("<f4").tobytes()
+            vectors[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
     report.embed_seconds = time.perf_counter() - t0
     report.chunks_embedded = sum(
         1 for d in docs for r in d.chunk_rows if r["hash"] not in cached

@@ -59,6 +59,7 @@ def cli() -> None:
 
 
 from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    cache,  # noqa: F401  (pnk cache)
     core,  # noqa: F401  (init, sync, status, search, show, plugins)
     doctor,  # noqa: F401  (pnk doctor)
     eval,  # noqa: F401  (pnk eval)

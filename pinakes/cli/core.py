@@ -143,14 +143,21 @@ def _human_bytes(n: int) -> str:
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
     """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    from ..embcache import describe
+
     kb = open_kb(kb_path)
     info = kb.status()
+    info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
+    info["cache_bytes"] = cache["bytes"]
     if json_:
         echo_json(info)
         return
     click.echo(f"{info['name']}  ({info['root']})")
+    cache_line = (f"{cache['entries']} vectors, {_human_bytes(cache['bytes'])} of "
+                  f"{_human_bytes(cache['max_bytes'])} max, in {cache['path']}")
     if not info.get("indexed"):
         click.echo("  not indexed yet: run `pnk sync`")
+        click.echo(f"  {'cache':<10} {cache_line}")
         return
     rows = [
         ("documents", info["documents"]),
@@ -158,6 +165,7 @@ def status(kb_path: str | None, json_: bool) -> None:
         ("vectors", f"{info['vectors']} x {info['dim']}d"),
         ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
+        ("cache", cache_line),
         ("embedder", info["embedder"]),
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
@@ -198,8 +206,12 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     from ..fleet import open_kbs, search_many
 
     refs = list(kb_paths) or ([os.environ["PINAKES_KB"]] if os.environ.get("PINAKES_KB") else [])
-    kbs = open_kbs(refs)
-    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel)
+    skipped: list[dict[str, str]] = []
+    kbs = open_kbs(refs, skipped=skipped)
+    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
+                         skipped=skipped)
+    for s in result.skipped:  # one bad KB of a fleet search is a warning, not a failure
+        click.echo(f"pnk search: warning: skipped {s['kb']}: {s['reason']}", err=True)
     if json_:
         echo_json(result.to_dict())
         return
