@@ -181,6 +181,11 @@ def load_config(root: Path) -> Config:
         data[table] = merged
     for table, value in raw.items():
         data.setdefault(table, value if isinstance(value, dict) else {})
+    sidecars = str(data["kb"]["sidecars"]).replace("\\", "/").strip("/")
+    if sidecars and ".." in sidecars.split("/"):
+        # A sidecar folder is written into: it must stay inside the KB.
+        raise ConfigError(f"{path}: [kb] sidecars must be 'beside' or a folder inside the KB, "
+                          f"got {data['kb']['sidecars']!r}")
     tok = data["retrieval"]["tokenizer"]
     if tok not in TOKENIZERS:
         raise ConfigError(f"{path}: [retrieval] tokenizer must be one of {', '.join(TOKENIZERS)}")

@@ -224,7 +224,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             continue
         seen.add(rel)
         sc_path = root / sc_rel
-        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report)
+        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report, root=root)
         doc.sidecar_stat = _stat_key(sc_path)
         prepared.append(doc)
 
@@ -311,7 +311,8 @@ def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
 
 
 def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
-             sc_path: Path, budget: int, embedder: Any, report: SyncReport) -> PreparedDoc:
+             sc_path: Path, budget: int, embedder: Any, report: SyncReport,
+             root: Path | None = None) -> PreparedDoc:
     parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
     problems: list[str] = []
     if parsed.front_matter_error:
@@ -320,7 +321,7 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
                         else f"{rel}: {parsed.front_matter_error}")
     fm = parsed.front_matter
     fallback_title = parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
-    sc = read_sidecar(sc_path, display=sc_rel)
+    sc = read_sidecar(sc_path, display=sc_rel, root=root)
     provisional = False
     if not sc.exists:
         ulid = new_ulid()
