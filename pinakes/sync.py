@@ -13,6 +13,7 @@ Three phases keep it exact and crash-safe:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
@@ -156,8 +158,15 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
     mode = str(cfg.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
-    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems))
+    strays: list[tuple[str, str]] = []
+    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems,
+                         strays))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
+    for stray_rel, stray in strays:
+        # A truth-file write killed before its rename: the file itself is intact.
+        with contextlib.suppress(OSError):
+            os.unlink(stray)
+            problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
 
     existing = {
         row["path"]: row
@@ -262,6 +271,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
             if old is not None:
                 previous[changed_keys[-1]] = (old["ulid"], old["path"])
+            crash_point("apply-doc")
         # Links: store the changed documents' links, re-resolve only what may now differ.
         relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
                                  previous, [(row["doc"], row["ulid"]) for row in removed],
@@ -286,6 +296,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("last_sync", str(time.time()))
         store.set_meta("embedder", embedder.id)
         store.set_meta("dim", str(embedder.dim))
+        crash_point("apply-commit")
     report.generation = generation
 
     report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
@@ -401,6 +412,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         def tick(n: int, _base: int = done) -> None:
             nonlocal done
             done += n
+            crash_point("embed-batch")  # test equipment: pinakes/faults.py
             if progress:
                 progress("embed", done, len(todo))
 
