@@ -37,6 +37,20 @@ if TYPE_CHECKING:
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
+# A file with a longer line is skipped with a warning (tests/test_limits.py): one
+# 10 MB line took the chunker minutes and is never a note.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+def _longest_line(raw: bytes) -> int:
+    """Length in bytes of the longest line of ``raw`` (one pass, no copies of the lines)."""
+    longest = start = 0
+    while True:
+        end = raw.find(b"\n", start)
+        if end < 0:
+            return max(longest, len(raw) - start)
+        longest = max(longest, end - start)
+        start = end + 1
 
 
 @dataclass
@@ -216,6 +230,13 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             continue
         if b"\x00" in raw[:65536]:
             problems.append((rel, "skipped: binary file (contains NUL bytes), not Markdown"))
+            report.skipped += 1
+            continue
+        longest = _longest_line(raw) if len(raw) > MAX_LINE_BYTES else 0
+        if longest > MAX_LINE_BYTES:
+            # Minified data or an inlined blob, not prose: chunking it would take minutes.
+            problems.append((rel, f"skipped: a line of {longest / 1048576:.1f} MB (over "
+                                  f"{MAX_LINE_BYTES // 1048576} MB), not prose Markdown"))
             report.skipped += 1
             continue
         try:
