@@ -115,6 +115,15 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[
     kb.close()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_refusals() -> Iterator[None]:
+    yield
+    out = os.environ.get("PINAKES_CONTAINMENT_REPORT")
+    if out:
+        Path(out).write_text(json.dumps({"attempts": len(attempts(Path("/x"))), "faces": len(FACES),
+                                         "refused": REFUSED}, indent=1), encoding="utf-8")
+
+
 def _tree_digest(folder: Path) -> dict[str, str]:
     out = {}
     for dirpath, _dirs, files in os.walk(folder):
