@@ -173,10 +173,9 @@ def load_config(root: Path) -> Config:
             if key in defaults and defaults[key] is not None and not _same_kind(
                 defaults[key], value
             ):
-                raise ConfigError(
-                    f"{path}: [{table}] {key} should be {type(defaults[key]).__name__}, "
-                    f"got {value!r}"
-                )
+                kind = ("a list of strings" if isinstance(defaults[key], list)
+                        else type(defaults[key]).__name__)
+                raise ConfigError(f"{path}: [{table}] {key} should be {kind}, got {value!r}")
             merged[key] = value
         data[table] = merged
     for table, value in raw.items():
@@ -201,6 +200,9 @@ def _same_kind(default: Any, value: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if isinstance(default, int):
         return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, list):
+        # Every list setting is a list of globs or names: an int in one crashed the walk.
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, type(default))
 
 

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pinakes.config import load_config
+from pinakes.config import DEFAULTS, load_config
 from pinakes.errors import ConfigError, GoldenSetError, KBNotFound, PinakesError
 from pinakes.evaluation.golden import load_golden
 from pinakes.fsutil import walk_kb
@@ -363,13 +363,23 @@ KNOWN_KEYS = st.sampled_from(["name", "include", "exclude", "sidecars", "max_fil
                               "model", "batch_size", "index_pages", "template", "mentions"])
 
 
+REAL_KEYS = sorted((table, key) for table, keys in DEFAULTS.items() for key in keys)
+
+
 @st.composite
 def toml_texts(draw: st.DrawFn) -> str:
     out = []
-    for table in draw(st.lists(st.sampled_from(["kb", "retrieval", "embedding", "graph", "other"]),
-                               max_size=4, unique=True)):
+    # Mostly the real (table, key) pairs with values of any type, some unknown ones too.
+    pairs = draw(st.lists(st.one_of(st.sampled_from(REAL_KEYS),
+                                    st.tuples(st.sampled_from(["kb", "graph", "other"]),
+                                              st.one_of(KNOWN_KEYS, KEY))),
+                          max_size=6, unique=True))
+    by_table: dict[str, list[str]] = {}
+    for table, key in pairs:
+        by_table.setdefault(table, []).append(key)
+    for table, keys in by_table.items():
         out.append(f"[{table}]")
-        for key in draw(st.lists(st.one_of(KNOWN_KEYS, KEY), max_size=4, unique=True)):
+        for key in keys:
             out.append(f"{key} = {_toml(draw(TOML_VALUE))}")
     if draw(st.booleans()):
         out.append(draw(PRINTABLE))
@@ -398,6 +408,7 @@ def test_config_loads_or_raises_config_error_and_then_works(tmp_path_factory, te
         list(walk_kb(root, list(cfg.kb["include"]), list(cfg.kb["exclude"]), []))
         float(cfg.kb["max_file_mb"])
         int(cfg.section("embedding").get("batch_size", 32))
+        kb.embedder  # noqa: B018 - the configured embedder id resolves or raises UnknownEmbedder
     except PinakesError:
         pass
 
@@ -515,6 +526,13 @@ def test_regression_lone_surrogate_query_searches(example_kb) -> None:
     """A non-UTF-8 argv byte reaches Python as a lone surrogate; the tokenizer used to raise TypeError."""
     result = example_kb.search("late interaction \udcff", k=2, entities=["\ud800"], concepts=["\udfff x"])
     assert result.hits
+
+
+def test_regression_config_list_of_non_strings_is_a_config_error(tmp_path: Path) -> None:
+    """``include = [1, 2]`` passed validation and crashed the walk with TypeError."""
+    (tmp_path / "pinakes.toml").write_text('[kb]\ninclude = [1, 2]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[kb\] include should be a list of strings"):
+        load_config(tmp_path)
 
 
 def test_regression_sidecar_reader_error_is_one_line(tmp_path: Path) -> None:
