@@ -189,14 +189,18 @@ def load_config(root: Path) -> Config:
             if key in defaults and defaults[key] is not None and not _same_kind(
                 defaults[key], value
             ):
-                raise ConfigError(
-                    f"{path}: [{table}] {key} should be {type(defaults[key]).__name__}, "
-                    f"got {value!r}"
-                )
+                kind = ("a list of strings" if isinstance(defaults[key], list)
+                        else type(defaults[key]).__name__)
+                raise ConfigError(f"{path}: [{table}] {key} should be {kind}, got {value!r}")
             merged[key] = value
         data[table] = merged
     for table, value in raw.items():
         data.setdefault(table, value if isinstance(value, dict) else {})
+    sidecars = str(data["kb"]["sidecars"]).replace("\\", "/").strip("/")
+    if sidecars and ".." in sidecars.split("/"):
+        # A sidecar folder is written into: it must stay inside the KB.
+        raise ConfigError(f"{path}: [kb] sidecars must be 'beside' or a folder inside the KB, "
+                          f"got {data['kb']['sidecars']!r}")
     tok = data["retrieval"]["tokenizer"]
     if tok not in TOKENIZERS:
         raise ConfigError(f"{path}: [retrieval] tokenizer must be one of {', '.join(TOKENIZERS)}")
@@ -212,6 +216,9 @@ def _same_kind(default: Any, value: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if isinstance(default, int):
         return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, list):
+        # Every list setting is a list of globs or names: an int in one crashed the walk.
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, type(default))
 
 

@@ -28,6 +28,7 @@ import functools
 import hmac
 import ipaddress
 import json
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -38,7 +39,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
-from .errors import ConfigError, PinakesError
+from .errors import ConfigError, PinakesError, storage_problem
 from .fleet import search_many
 from .kb import KB
 from .search import MAX_K
@@ -673,6 +674,11 @@ class PinakesServer:
                     return fn(*args, **kwargs)
                 except PinakesError as exc:
                     raise ToolError(_one_line(str(exc))) from exc
+                except (OSError, sqlite3.Error) as exc:
+                    storage = storage_problem(exc)  # disk full, read-only, a deleted store
+                    if storage is None:
+                        raise
+                    raise ToolError(storage) from exc
 
         return wrapper
 

@@ -142,6 +142,15 @@ def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> di
     return out
 
 
+def _utf8(text: str) -> str:
+    """``text`` with anything UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
 def _fts_terms(terms: list[str], kb: KB) -> str:
     if kb.config.retrieval["tokenizer"] == "trigram":
         return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if len(t) >= 3)
@@ -168,6 +177,9 @@ def hybrid_search(
     """
     if not isinstance(query, str) or not query.strip():
         raise QueryError("the query is empty")
+    # A lone surrogate (a non-UTF-8 byte in argv, "\ud800" in an agent's JSON) would make the
+    # tokenizer raise; it cannot be a word anyway.
+    query, entities, concepts = _utf8(query), [_utf8(e) for e in entities], [_utf8(c) for c in concepts]
     cfg = kb.config.retrieval
     k = int(k or cfg["k"])
     if k < 1:

@@ -117,6 +117,29 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def _connect_unwritable(path: Path) -> sqlite3.Connection:
+    """Open a store this process cannot write (a read-only disk, another user's KB) to search it.
+
+    A WAL database needs its ``-shm`` file, which a reader without write access
+    cannot create: read-only mode works while it exists; otherwise the file is
+    opened ``immutable`` (no locking), which is exact on a read-only disk, where
+    no sync can run under the reader.
+    """
+    if os.access(path.parent, os.W_OK):
+        raise sqlite3.OperationalError(f"unable to open database file: {path}")
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(f"file:{path}?{flags}", uri=True, check_same_thread=False)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            continue
+        conn.isolation_level = None
+        conn.row_factory = sqlite3.Row
+        return conn
+    raise sqlite3.OperationalError(f"unable to open database file: {path}")
+
+
 class SyncLock:
     """An exclusive lock on ``.pinakes/sync.lock``: one writer per KB.
 
@@ -242,7 +265,10 @@ class Store:
         path = state_dir / "index.db"
         if not path.exists():
             raise NotSynced("this knowledge base has not been indexed yet: run `pnk sync`")
-        conn = _connect(path)
+        try:
+            conn = _connect(path)
+        except sqlite3.OperationalError:
+            conn = _connect_unwritable(path)
         store = cls(state_dir, signature, conn)
         try:
             found = store.get_meta("signature")

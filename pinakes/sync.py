@@ -13,6 +13,7 @@ Three phases keep it exact and crash-safe:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
@@ -36,6 +38,20 @@ if TYPE_CHECKING:
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
+# A file with a longer line is skipped with a warning (tests/test_limits.py): one
+# 10 MB line took the chunker minutes and is never a note.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+def _longest_line(raw: bytes) -> int:
+    """Length in bytes of the longest line of ``raw`` (one pass, no copies of the lines)."""
+    longest = start = 0
+    while True:
+        end = raw.find(b"\n", start)
+        if end < 0:
+            return max(longest, len(raw) - start)
+        longest = max(longest, end - start)
+        start = end + 1
 
 
 @dataclass
@@ -159,8 +175,15 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
     mode = str(cfg.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
-    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems))
+    strays: list[tuple[str, str]] = []
+    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems,
+                         strays))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
+    for stray_rel, stray in strays:
+        # A truth-file write killed before its rename: the file itself is intact.
+        with contextlib.suppress(OSError):
+            os.unlink(stray)
+            problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
 
     existing = {
         row["path"]: row
@@ -212,6 +235,13 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             problems.append((rel, "skipped: binary file (contains NUL bytes), not Markdown"))
             report.skipped += 1
             continue
+        longest = _longest_line(raw) if len(raw) > MAX_LINE_BYTES else 0
+        if longest > MAX_LINE_BYTES:
+            # Minified data or an inlined blob, not prose: chunking it would take minutes.
+            problems.append((rel, f"skipped: a line of {longest / 1048576:.1f} MB (over "
+                                  f"{MAX_LINE_BYTES // 1048576} MB), not prose Markdown"))
+            report.skipped += 1
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -228,7 +258,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         seen.add(rel)
         sc_path = root / sc_rel
         prepared.append(_prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder,
-                                 report, mint=old is not None))
+                                 report, mint=old is not None, root=root))
 
     # A document moved without its sidecar (git mv, mv) takes its old sidecar (moves.py).
     swaps = recognise_moves(store, root, mode, files, existing, seen, prepared, report, problems)
@@ -269,6 +299,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
             if old is not None:
                 previous[changed_keys[-1]] = (old["ulid"], old["path"])
+            crash_point("apply-doc")
         # Links: store the changed documents' links, re-resolve only what may now differ.
         relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
                                  previous, [(row["doc"], row["ulid"]) for row in removed],
@@ -293,6 +324,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("last_sync", str(time.time()))
         store.set_meta("embedder", embedder.id)
         store.set_meta("dim", str(embedder.dim))
+        crash_point("apply-commit")
     report.generation = generation
 
     report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
@@ -319,7 +351,7 @@ def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
 
 def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
              sc_path: Path, budget: int, embedder: Any, report: SyncReport,
-             mint: bool = True) -> PreparedDoc:
+             mint: bool = True, root: Path | None = None) -> PreparedDoc:
     """Read and chunk a changed document, and give it its identity from its sidecar.
 
     With ``mint=False`` a document without a sidecar gets none yet (``awaiting``):
@@ -343,11 +375,12 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
         hash=digest, sidecar_rel=sc_rel, sidecar_stat="", problems=problems, parsed=parsed,
         fm_problems=list(problems),
     )
-    doc.awaiting = not identify(doc, sc_path, report, mint=mint)
+    doc.awaiting = not identify(doc, sc_path, report, mint=mint, root=root)
     return doc
 
 
-def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = True) -> bool:
+def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = True,
+             root: Path | None = None) -> bool:
     """Take ``doc``'s id, title, tags and sidecar from the sidecar at ``sc_path``.
 
     A missing sidecar is written (a fresh ULID) when ``mint``; otherwise nothing
@@ -357,13 +390,13 @@ def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = T
     rel, sc_rel = doc.rel, doc.sidecar_rel
     fm = doc.meta["front_matter"]
     fallback_title = doc.parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
-    sc = read_sidecar(sc_path, display=sc_rel)
+    sc = read_sidecar(sc_path, display=sc_rel, root=root)
     if not sc.exists:
         if not mint:
             return False
         atomic_write(sc_path, skeleton(new_ulid(), fallback_title))
         report.sidecars_created.append(sc_rel)
-        sc = read_sidecar(sc_path, display=sc_rel)
+        sc = read_sidecar(sc_path, display=sc_rel, root=root)
     problems = list(doc.fm_problems)
     if sc.error:
         problems.append(sc.error + " (the document is indexed with what could be read)")
@@ -435,6 +468,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         def tick(n: int, _base: int = done) -> None:
             nonlocal done
             done += n
+            crash_point("embed-batch")  # test equipment: pinakes/faults.py
             if progress:
                 progress("embed", done, len(todo))
 

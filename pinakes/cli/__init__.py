@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import PinakesError
+from ..errors import PinakesError, storage_problem
 
 
 class PinakesGroup(click.Group):
@@ -40,6 +40,9 @@ class PinakesGroup(click.Group):
         except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
             if os.environ.get("PINAKES_RAISE_ERRORS"):
                 raise
+            storage = storage_problem(exc)  # disk full, read-only, permissions: not a bug
+            if storage is not None:
+                raise click.ClickException(storage) from None
             raise click.ClickException(
                 f"unexpected {type(exc).__name__}: {exc} "
                 "(set PINAKES_RAISE_ERRORS=1 for the traceback, and please report it)"
