@@ -119,17 +119,21 @@ def open_kbs(refs: Sequence[str] | None = None) -> list[KB]:
 
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
-                channel: str | None = None) -> SearchResult:
+                channel: str | None = None, graph_roots: int | None = None) -> SearchResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
+
+    ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
+    output asks for more chunks than it shows, without changing the channel's seeds).
 
     Fused scores are comparable across KBs because every KB fuses with the same
     rank-based formula. A KB that has not been synced yet is an error naming it.
     """
     if len(kbs) == 1:
-        return kbs[0].search(query, k=k, entities=entities, concepts=concepts, channel=channel)
+        return kbs[0].search(query, k=k, entities=entities, concepts=concepts, channel=channel,
+                             graph_roots=graph_roots)
     started = time.perf_counter()
-    results = [kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel)
-               for kb in kbs]
+    results = [kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
+                         graph_roots=graph_roots) for kb in kbs]
     limit = k or int(kbs[0].config.retrieval["k"])
     hits = sorted((h for r in results for h in r.hits), key=lambda h: (-h.score, h.kb, h.chunk_id))
     confidences = [r.confidence for r in results if r.confidence is not None]
