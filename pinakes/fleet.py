@@ -208,9 +208,12 @@ class FleetResult(SearchResult):
 
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
-                channel: str | None = None,
+                channel: str | None = None, graph_roots: int | None = None,
                 skipped: Sequence[dict[str, str]] = ()) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
+
+    ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
+    output asks for more chunks than it shows, without changing the channel's seeds).
 
     Fused scores are comparable across KBs because every KB fuses with the same
     rank-based formula. Each hit's ``kb`` is the KB's :func:`label`. When
@@ -226,7 +229,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     for kb in kbs:
         name = label(kb)
         try:
-            result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel)
+            result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
+                               graph_roots=graph_roots)
         except KB_UNAVAILABLE as exc:
             if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
                 cls = type(exc) if isinstance(exc, PinakesError) else NotSynced

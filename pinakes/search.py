@@ -641,3 +641,97 @@ def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str
             inside.append((a + shift, b + shift))
             last = b
     return prefix + window + suffix, inside
+
+
+# --- results grouped by document (what `pnk search` shows a person) --------------------
+
+#: Chunks retrieved to fill k documents: the engine's cap, as ``pnk eval`` retrieves
+#: (its ``CHUNKS``), so the documents a person sees are the ones eval scores.
+DOCUMENT_CHUNKS = MAX_K
+
+
+@dataclass
+class DocumentHit:
+    """One document of a grouped result: its best chunk, then its other matching chunks.
+
+    A document ranks by its best chunk (its first appearance in the chunk
+    ranking), the same collapse ``pnk eval`` applies before it counts recall, so
+    the order a person reads is the order that is measured.
+    """
+
+    kb: str
+    doc_id: str
+    title: str
+    path: str
+    score: float
+    best: Hit
+    more: list[Hit] = field(default_factory=list)  # other matching chunks, best first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kb": self.kb,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "path": self.path,
+            "score": self.score,
+            "best": self.best.to_dict(),
+            "more": [
+                {"chunk_id": h.chunk_id, "ordinal": h.ordinal, "heading_path": list(h.heading_path),
+                 "start_line": h.start_line, "score": h.score, "ranks": dict(h.ranks)}
+                for h in self.more
+            ],
+        }
+
+
+def group_by_document(hits: Sequence[Hit], k: int | None = None) -> list[DocumentHit]:
+    """Group ranked chunks by document (per KB), best first; at most ``k`` documents.
+
+    Only the chunks given are grouped: to fill ``k`` documents, search for
+    :data:`DOCUMENT_CHUNKS` chunks first (see :func:`documents_result`).
+    """
+    groups: dict[tuple[str, str], DocumentHit] = {}
+    for h in hits:
+        key = (h.kb, h.doc_id)
+        group = groups.get(key)
+        if group is None:
+            if k is not None and len(groups) >= k:
+                continue  # a later document: beyond the k asked for
+            groups[key] = DocumentHit(h.kb, h.doc_id, h.title, h.path, h.score, h)
+        else:
+            group.more.append(h)
+    return list(groups.values())
+
+
+@dataclass
+class DocumentResult:
+    """A search grouped by document, and the ``k`` best chunks it came from.
+
+    ``chunks`` is exactly what a chunk search for ``k`` returns (and what the
+    MCP tool returns): the graph channel is seeded from the same ``k`` roots
+    and the confidence reads the same top hit, so asking for more chunks to
+    fill the documents changes neither.
+    """
+
+    chunks: SearchResult
+    documents: list[DocumentHit]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``SearchResult.to_dict()`` (``hits``: the k best chunks) plus ``documents``."""
+        out = self.chunks.to_dict()
+        out["documents"] = [d.to_dict() for d in self.documents]
+        return out
+
+
+def documents_result(result: SearchResult, k: int) -> DocumentResult:
+    """Turn a search for :data:`DOCUMENT_CHUNKS` chunks (with ``graph_roots=k``) into k documents.
+
+    The chunk list is cut back to ``k`` for :attr:`DocumentResult.chunks`;
+    the documents are grouped from the whole longer list.
+    """
+    k = max(1, min(int(k), MAX_K))
+    chunks = SearchResult(
+        query=result.query, kb=result.kb, hits=list(result.hits[:k]),
+        confidence=result.confidence, abstained=result.abstained, channel=result.channel,
+        timings_ms=dict(result.timings_ms),
+    )
+    return DocumentResult(chunks, group_by_document(result.hits, k))
