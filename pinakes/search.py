@@ -728,10 +728,10 @@ def documents_result(result: SearchResult, k: int) -> DocumentResult:
     The chunk list is cut back to ``k`` for :attr:`DocumentResult.chunks`;
     the documents are grouped from the whole longer list.
     """
+    import copy
+
     k = max(1, min(int(k), MAX_K))
-    chunks = SearchResult(
-        query=result.query, kb=result.kb, hits=list(result.hits[:k]),
-        confidence=result.confidence, abstained=result.abstained, channel=result.channel,
-        timings_ms=dict(result.timings_ms),
-    )
+    chunks = copy.copy(result)  # keeps a subclass's fields (a fleet search's ``skipped``)
+    chunks.hits = list(result.hits[:k])
+    chunks.timings_ms = dict(result.timings_ms)
     return DocumentResult(chunks, group_by_document(result.hits, k))
