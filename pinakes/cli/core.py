@@ -142,7 +142,9 @@ def status(kb_path: str | None, json_: bool) -> None:
     rows = [
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
-        ("vectors", f"{info['vectors']} x {info['dim']}d"),
+        ("vectors", f"{info['vectors']} x {info['dim']}d"
+                    + (f" (embedding in progress: {info['vectors']:,} of {info['chunks']:,} chunks;"
+                       " an interrupted `pnk sync` resumes it)" if info.get("embedding_pending") else "")),
         ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
         ("embedder", info["embedder"]),
@@ -190,6 +192,8 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     if json_:
         echo_json(result.to_dict())
         return
+    if result.notice:  # a first sync is still embedding: say what these results lack
+        click.echo(click.style(f"Note: {result.notice}", fg="yellow"), err=True)
     if not result.hits:
         click.echo("No matches.")
         return
