@@ -1,4 +1,4 @@
-"""Lexical MATCH over selective terms only; very common terms still weigh in fusion."""
+"""Lexical MATCH over selective terms only (opt-in); very common terms still weigh in fusion."""
 
 from __future__ import annotations
 
@@ -42,6 +42,10 @@ def test_all_common_keeps_the_rarest_and_small_kbs_are_untouched(tmp_path: Path)
     del cfg["lexical_common_min_df"]  # default floor: 24 chunks are far below it
     res = kb.search("pump gasket zephyrine", channels=["lexical"])
     assert res.hits[0].path == "doc07.md" and len(res.hits) > 1
+    del cfg["lexical_common_share"]
+    cfg["lexical_common_min_df"] = 0  # the default share (1.0) is off: every term matches
+    res = kb.search("pump gasket zephyrine", channels=["lexical"])
+    assert len(res.hits) > 1
 
 
 def test_a_term_named_like_a_cache_key(tmp_path: Path) -> None:
