@@ -470,6 +470,7 @@ def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressF
         # Another sync, or another KB sharing the cache, may have embedded some.
         found = store.cached_vectors(model, part)
         missing = [h for h in part if h not in found]
+        done += len(part) - len(missing)
         if missing:
 
             def tick(n: int, _base: int = done) -> None:
@@ -483,8 +484,6 @@ def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressF
             for h, v in zip(missing, vecs, strict=True):
                 found[h] = v.astype("<f4").tobytes()
             embedded += len(missing)
-        else:
-            done += len(part)
         packed = _pack_vectors(found, embedder.dim)
         left = total - min(total, start + len(part))
         with store.transaction() as wconn:

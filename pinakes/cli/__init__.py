@@ -113,7 +113,9 @@ def _prewarm_embedder(argv: list[str]) -> None:
         from pathlib import Path
 
         if kb_arg and not Path(kb_arg).is_dir():
-            return kb_arg != "all"  # a fleet name: most likely the default embedder too
+            # A fleet name (no path separator) most likely uses the default embedder
+            # too; a path that is not a folder is an error the command will report.
+            return kb_arg != "all" and "/" not in kb_arg and not kb_arg.startswith(".")
         root = find_kb_root(Path(kb_arg) if kb_arg else None)
         return load_config(root).embedder_id == minilm.MiniLMEmbedder.id
 

@@ -175,7 +175,10 @@ def prewarm(wanted: Callable[[], bool] | None = None) -> threading.Thread | None
             pass
 
     try:
-        thread = threading.Thread(target=work, name="pinakes-prewarm", daemon=True)
+        # Not a daemon: the interpreter waits for it at exit. A daemon thread killed
+        # inside ONNX Runtime's session constructor aborts the process
+        # ("terminate called without an active exception") when a command fails fast.
+        thread = threading.Thread(target=work, name="pinakes-prewarm", daemon=False)
         thread.start()
     except RuntimeError:
         return None
