@@ -194,8 +194,8 @@ class KB:
         """The vector matrix of the store's current generation (reloaded after a sync)."""
         gen = store.generation
         if self._dense is None or self._dense.generation != gen:
-            ids, matrix = store.load_vectors(self.embedder.dim)
-            self._dense = DenseIndex(gen, ids, matrix)
+            ids, codes, scale = store.load_vectors(self.embedder.dim)
+            self._dense = DenseIndex(gen, ids, codes, scale)
         return self._dense
 
     def graph_index(self, store: Store) -> Any:
@@ -265,6 +265,8 @@ class KB:
             out["vectors"] = conn.execute(
                 "SELECT count(*) FROM chunks WHERE vec IS NOT NULL"
             ).fetchone()[0]
+            # A first sync commits documents before embedding them (sync.py phase 4).
+            out["embedding_pending"] = int(store.get_meta("embedding_pending") or 0)
             last = store.get_meta("last_sync")
             out["last_sync"] = (
                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None

@@ -26,7 +26,7 @@ from .embcache import EmbeddingCache
 from .errors import PinakesError, StoreBusy
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "5"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -62,9 +62,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     hash TEXT NOT NULL,               -- of the embedded text; the embedding cache key
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
-    vec BLOB                          -- little-endian float32
+    vec BLOB                          -- uint8 codes + float32 scale (pinakes.quant)
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc, ordinal);
+-- Chunks still waiting for a vector (a first sync embeds after committing, sync.py
+-- phase 4): partial, so it is empty, and free, once everything is embedded.
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(hash) WHERE vec IS NULL;
 CREATE TABLE IF NOT EXISTS problems (
     path TEXT NOT NULL,
     message TEXT NOT NULL
@@ -247,9 +250,13 @@ class Store:
         conn = _connect(path)
         conn.executescript(CORE_SCHEMA)
         conn.executescript(GRAPH_SCHEMA)
+        # Contentless (content=''): the index keeps only its inverted lists, never a
+        # second copy of the text, which `chunks` and `documents` already hold.
+        # Search reads only rowids and bm25(); sync deletes a row by giving back the
+        # values it indexed (sync._delete_chunks).
         conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
-            f"title, heading, body, tokenize='{_TOKENIZE[tokenizer]}')"
+            f"title, heading, body, content='', tokenize='{_TOKENIZE[tokenizer]}')"
         )
         for _name, _version, sql in plugin_schemas:
             conn.executescript(sql)
@@ -347,24 +354,27 @@ class Store:
 
     # --- reading ----------------------------------------------------------------
 
-    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """All chunk vectors as one float32 matrix, with the chunk ids of its rows.
+    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All chunk vectors, quantised: ``(ids int64, codes uint8 (n, dim), scale float32)``.
 
-        Each blob is copied into a preallocated matrix as the cursor yields it, so
-        peak memory is the matrix itself rather than every blob (``fetchall``)
-        plus their concatenation: 105 MB instead of 192 MB of peak RSS at 50k
-        384-d chunks, in the same time (docs/performance.md).
+        A stored vector is ``codes + float32 scale`` (``pinakes.quant``): 388
+        bytes per 384-d chunk. Each blob is copied into preallocated arrays as
+        the cursor yields it, so peak memory is the arrays themselves rather
+        than every blob (``fetchall``) plus their concatenation.
         """
         n = self.conn.execute("SELECT count(*) FROM chunks WHERE vec IS NOT NULL").fetchone()[0]
-        width = dim * 4
+        width = dim + 4
         ids = np.empty(n, dtype=np.int64)
-        matrix = np.empty((n, dim), dtype="<f4")
-        if n == 0:  # an index read before its first sync commits: memoryview cannot cast (0, dim)
-            return ids, matrix
-        buf = memoryview(matrix).cast("B")
+        if n == 0:  # nothing embedded yet (a first sync's phase 4 has not run)
+            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+        codes = np.empty((n, dim), dtype=np.uint8)
+        scale = np.empty(n, dtype="<f4")
+        cbuf = memoryview(codes).cast("B")
+        sbuf = memoryview(scale).cast("B")
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples: no Row object per vector
         i = 0
+        complete = False
         for cid, blob in cur.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ):
@@ -373,25 +383,27 @@ class Store:
             if i == n:
                 break  # more rows than counted: a sync committed in between (no snapshot)
             ids[i] = cid
-            buf[i * width : (i + 1) * width] = blob
+            cbuf[i * dim : (i + 1) * dim] = blob[:dim]
+            sbuf[i * 4 : i * 4 + 4] = blob[dim:]
             i += 1
         else:
-            if i == n:
-                return ids, matrix
-        return self._load_vectors_at_once(dim)
+            complete = i == n
+        if not complete:
+            return self._load_vectors_at_once(dim)
+        return ids, codes, scale.astype(np.float32, copy=False)
 
-    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``load_vectors`` in one statement (2.5x the memory): used only after a race."""
         rows = self.conn.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if not rows:
-            return ids, np.zeros((0, dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        if matrix.shape[1] != dim:
+            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+        packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
+        if packed.shape[1] != dim + 4:
             raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
-        return ids, matrix
+        return ids, np.ascontiguousarray(packed[:, :dim]), _scales(packed[:, dim:])
 
     def document_problems(self) -> list[tuple[str, str]]:
         """Every problem the last sync reported, as (path, message)."""
@@ -399,6 +411,11 @@ class Store:
         for row in self.conn.execute("SELECT path, problems FROM documents WHERE problems != '[]'"):
             out.extend((row[0], msg) for msg in json.loads(row[1]))
         return sorted(out)
+
+
+def _scales(tail: np.ndarray) -> np.ndarray:
+    """The float32 scales from the last 4 bytes of each packed row."""
+    return np.ascontiguousarray(tail).view("<f4").reshape(-1).astype(np.float32)
 
 
 def _read_signature(path: Path) -> str | None:

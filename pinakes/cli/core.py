@@ -162,7 +162,9 @@ def status(kb_path: str | None, json_: bool) -> None:
     rows = [
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
-        ("vectors", f"{info['vectors']} x {info['dim']}d"),
+        ("vectors", f"{info['vectors']} x {info['dim']}d"
+                    + (f" (embedding in progress: {info['vectors']:,} of {info['chunks']:,} chunks;"
+                       " an interrupted `pnk sync` resumes it)" if info.get("embedding_pending") else "")),
         ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
         ("cache", cache_line),
@@ -225,10 +227,15 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
         for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
             click.echo(f"pnk search: warning: skipped {s['kb']}: {s['reason']}", err=True)
 
+    def notice(result: Any) -> None:
+        if getattr(result, "notice", None):  # a first sync is still embedding: say what is missing
+            click.echo(click.style(f"Note: {result.notice}", fg="yellow"), err=True)
+
     if chunks:
         result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
                              skipped=skipped)
         warn(result)
+        notice(result)
         if json_:
             echo_json(result.to_dict())
             return
@@ -238,6 +245,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
                       concepts=concepts, channel=channel, graph_roots=want, skipped=skipped)
     warn(raw)
+    notice(raw)
     grouped = documents_result(raw, want)
     if json_:
         echo_json(grouped.to_dict())
