@@ -136,10 +136,16 @@ class KB:
         for this KB (its settings); one that ``supersedes`` others replaces them.
         """
         from .errors import ConfigError
+        from .extras import not_installed
 
         switches = self.config.section("graph")
+        installed = plugins.get_edge_derivers()
+        for name, on in switches.items():
+            missing = on is True and name not in installed and not_installed("edge deriver", name)
+            if missing:  # asked for, known, absent: building without it would mislead
+                raise ConfigError(f"[graph] {name} = true, but the {missing}")
         out: dict[str, Any] = {}
-        for name, deriver in plugins.get_edge_derivers().items():
+        for name, deriver in installed.items():
             on = switches.get(name, getattr(deriver, "default_enabled", True))
             if not isinstance(on, bool):
                 raise ConfigError(f"[graph] {name} should be true or false, got {on!r}")

@@ -173,8 +173,11 @@ def hybrid_search(
     if channel_name not in ("", "off", "none"):
         installed = kb.graph_channels()
         if channel_name not in installed:
+            from .extras import not_installed
+
             known = ", ".join(sorted(installed)) or "none installed"
-            raise QueryError(f"unknown graph channel {channel_name!r} (available: {known})")
+            raise QueryError(not_installed("graph channel", channel_name)
+                             or f"unknown graph channel {channel_name!r} (available: {known})")
         graph = installed[channel_name]
     else:
         channel_name = "off"
