@@ -435,7 +435,7 @@ class KB:
 
     def links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
               query: str | None = None) -> dict[str, Any]:
-        """A document's typed neighbourhood: the ``pinakes_links`` structure of DESIGN §6.
+        """A document's typed neighbourhood: the ``pinakes_links`` structure (docs/links.md).
 
         ``{neighbours: [{doc_id, title, rel, direction, distance, score}], frontier:
         [{doc_id, rel}], unresolved: [{target, reason}], confidence, truncated, depth}``

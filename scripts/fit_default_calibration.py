@@ -4,7 +4,7 @@ It pools three sources, each counting for a third whatever its size:
 
 * the example KB's golden set (multi-section documents, with in-domain
   unanswerable questions: near misses);
-* the dev split of ``../shared/bench/2wiki`` (964 questions; misses only);
+* the 2WikiMultiHopQA dev split (a ``--dataset`` folder) (964 questions; misses only);
 * cross-domain negatives: the 2wiki questions asked of the example KB, and
   the example KB's questions asked of 2wiki. Neither corpus can answer the
   other's questions, so these teach the calibration what "nothing here"
@@ -13,7 +13,7 @@ It pools three sources, each counting for a third whatever its size:
 
 Usage (from the repository root; the 2wiki KB is cached after its first run):
 
-    .venv/bin/python scripts/fit_default_calibration.py [--bench ../shared/bench/2wiki]
+    .venv/bin/python scripts/fit_default_calibration.py [--bench PATH/TO/2wiki]
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def _rows(run) -> tuple[np.ndarray, np.ndarray]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench" / "2wiki"))
+    ap.add_argument("--bench", required=True, metavar="PATH/TO/2wiki",
+                    help="the 2WikiMultiHopQA dev folder (corpus.jsonl + queries.jsonl)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 

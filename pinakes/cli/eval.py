@@ -55,8 +55,8 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     pnk eval --kb my-kb --calibrate --report eval.html
 
     Every setting runs through the same search users run; cost is €0.00
-    (the free path). Graph settings are judged by research §9's gates
-    against the `off` baseline.
+    (the free path). Graph settings are judged against the `off` baseline by
+    the gates (docs/design.md, "The gates").
     """
     from ..evaluation.calibration import (
         calibration_path,
