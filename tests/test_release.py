@@ -207,6 +207,8 @@ def test_built_wheels_install_graph_extra_in_a_fresh_venv(tmp_path: Path) -> Non
     assert set(plugins) == {"structural", "expand", "ppr", "mentions"}
     assert {p["version"] for p in plugins.values()} == {__version__}
     assert plugins["ppr"]["registers"]["register_graph_channels"] == ["ppr"]
+    human = _pnk("plugins", cwd=tmp_path, exe=pnk).stdout
+    assert "pip install 'pinakes[ner]' (ner)" in human and "pinakes[graph]" not in human
     # The venv holds the built files, not this checkout.
     where = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import pinakes, pinakes_ppr; print(pinakes.__file__, pinakes_ppr.__file__)"],
