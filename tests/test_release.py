@@ -84,6 +84,22 @@ def test_versions_check_names_a_plugin_out_of_step(tmp_path: Path) -> None:
     assert 'name = "pinakes-expand"' in expand.read_text()
 
 
+def test_every_project_builds_the_same_way() -> None:
+    """Each pyproject: setuptools >= 77 (SPDX licence strings) and an explicit package root.
+
+    Without ``package-dir = {"" = "."}`` setuptools installs a flat-layout project
+    editable through an import hook and prints a "BuildBackendWarning: Editable
+    installation" block per project during scripts/setup.sh.
+    """
+    for path in [ROOT / "pyproject.toml", *sorted(ROOT.glob("plugins/*/pyproject.toml"))]:
+        data = tomllib.loads(path.read_text("utf-8"))
+        rel = path.relative_to(ROOT)
+        assert data["build-system"]["requires"] == ["setuptools>=77"], rel
+        assert data["build-system"]["build-backend"] == "setuptools.build_meta", rel
+        assert data["tool"]["setuptools"].get("package-dir") == {"": "."}, (
+            f'{rel}: add package-dir = {{"" = "."}} under [tool.setuptools]')
+
+
 def test_every_plugin_is_installed_by_an_extra() -> None:
     table = _pyproject(ROOT / "pyproject.toml")["optional-dependencies"]
     plugins = set(_plugins())
