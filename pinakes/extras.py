@@ -14,6 +14,9 @@ from __future__ import annotations
 
 #: kind of registration -> registered name -> (distribution, extra of the core).
 PROVIDERS: dict[str, dict[str, tuple[str, str]]] = {
+    "embedder": {
+        "multilingual-e5-small-q4": ("pinakes-e5", "e5"),
+    },
     "graph channel": {
         "expand": ("pinakes-expand", "graph"),
         "ppr": ("pinakes-ppr", "graph"),

@@ -94,14 +94,33 @@ class KB:
             available = plugins.get_embedders()
             wanted = self.config.embedder_id
             if wanted not in available:
+                from .extras import not_installed
+
                 known = ", ".join(sorted(available)) or "none"
-                raise UnknownEmbedder(f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
+                missing = not_installed("embedder", wanted)
+                raise UnknownEmbedder(f"[embedding] model: {missing}" if missing else
+                                      f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
             self._embedder = available[wanted]()
         return self._embedder
 
     def graph_channels(self) -> dict[str, Any]:
         """Installed graph channels by name."""
         return plugins.get_graph_channels()
+
+    def channel_name(self, requested: str | None = None) -> str:
+        """The graph channel a search uses: ``requested``, else ``[retrieval] graph_channel``.
+
+        ``"auto"`` (the default) is the installed channel that declares itself
+        the default (``default_channel = True``: the ``ppr`` plugin, which passes
+        the default-on gate on every dev set), or ``"off"`` when none is
+        installed, so a core-only install searches exactly as before.
+        """
+        name = str(self.config.retrieval["graph_channel"]) if requested is None else requested
+        if name == "auto":
+            picks = sorted(n for n, c in self.graph_channels().items()
+                           if getattr(c, "default_channel", False))
+            return picks[0] if picks else "off"
+        return name or "off"
 
     @property
     def signature(self) -> str:

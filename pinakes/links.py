@@ -910,8 +910,12 @@ def written_form(kb: KB, src_path: str, dst: str, target: dict[str, Any] | None)
             return f"pnk://{target['doc_id']}"
         return relative_to(src_path, target["path"])
     if _SCHEME.match(given):
-        if given.split(":", 1)[0].lower() not in ("pnk", "kb"):
+        scheme = given.split(":", 1)[0].lower()
+        if scheme not in ("pnk", "kb"):
             raise LinkError(f"{given!r} is not a document link (use a path, pnk://ULID or kb://name/path)")
+        inner = given.split(":", 1)[1].lstrip("/").partition("/")[2].replace("\\", "/")
+        if scheme == "kb" and is_outside(posixpath.normpath(inner or ".")):
+            raise LinkError(f"{given!r} climbs out of its knowledge base")
         return given
     if is_ulid(given.upper()):
         return f"pnk://{given.upper()}"
@@ -920,7 +924,9 @@ def written_form(kb: KB, src_path: str, dst: str, target: dict[str, Any] | None)
             f"no document {given!r}; a dangling link needs a path to the future file "
             "(e.g. notes/idea.md), a pnk://ULID or a kb://name/path.md"
         )
-    rel = kb._relative(given)
+    # A backslash is a separator to the link reader (kb_path), so it is one here too:
+    # "..\\x.md" must be refused like "../x.md", not written as an in-KB file name.
+    rel = kb._relative(given.replace("\\", "/"))
     if rel is None or is_outside(rel):
         raise LinkError(f"{given!r} is outside the knowledge base")
     return relative_to(src_path, rel)
@@ -937,7 +943,7 @@ def _editable_sidecar(kb: KB, src_row: dict[str, Any]) -> Any:
 
     rel = src_row["sidecar_path"]
     path = kb.root / rel
-    sc = read_sidecar(path, display=rel)
+    sc = read_sidecar(path, display=rel, root=kb.root)
     if not sc.exists:
         atomic_write(path, skeleton(src_row["ulid"], src_row["title"]))
         sc = read_sidecar(path, display=rel)

@@ -106,6 +106,9 @@ class ChannelContext:
     dense: DenseIndex
     roots: list[int]  # fused top chunk ids, best first
     config: dict[str, Any]
+    #: The hybrid's whole fused list ``(chunk id, score)``, best first: a channel that
+    #: returns a final ranking blends its evidence with these scores.
+    fused: list[tuple[int, float]] | None = None
 
 
 class _Lists:
@@ -115,6 +118,8 @@ class _Lists:
         self.ranked: dict[str, list[int]] = {}
         self.weight: dict[str, dict[int, float]] = {}
         self.coverage: dict[int, float] = {}  # lexical hit -> share of the query's IDF mass it holds
+        self.hybrid_top: float | None = None  # top score of the two-list fusion, before any graph
+        self.channel = "off"  # the graph channel in use (calibration checks it)
 
 
 def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> dict[str, float]:
@@ -135,6 +140,15 @@ def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> di
             cache[t] = df
         out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
     return out
+
+
+def _utf8(text: str) -> str:
+    """``text`` with anything UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
 
 
 def _fts_terms(terms: list[str], kb: KB) -> str:
@@ -163,12 +177,15 @@ def hybrid_search(
     """
     if not isinstance(query, str) or not query.strip():
         raise QueryError("the query is empty")
+    # A lone surrogate (a non-UTF-8 byte in argv, "\ud800" in an agent's JSON) would make the
+    # tokenizer raise; it cannot be a word anyway.
+    query, entities, concepts = _utf8(query), [_utf8(e) for e in entities], [_utf8(c) for c in concepts]
     cfg = kb.config.retrieval
     k = int(k or cfg["k"])
     if k < 1:
         raise QueryError("k must be at least 1")
     k = min(k, MAX_K)
-    channel_name = channel if channel is not None else str(cfg["graph_channel"])
+    channel_name = kb.channel_name(channel)
     graph = None
     if channel_name not in ("", "off", "none"):
         installed = kb.graph_channels()
@@ -191,6 +208,8 @@ def hybrid_search(
     if fusion == "auto":
         # The channel knows which combination its numbers favour (ppr: final).
         fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
+    if fusion == "blend":
+        fusion = "final"  # a blending channel returns its final, already blended, ranking
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}
@@ -291,11 +310,16 @@ def hybrid_search(
             "graph": float(cfg["graph_weight"]),
         }
         fused = _fuse(lists, channel_weights, rrf_k)
+        if float(cfg.get("doc_evidence", 0.0)) > 0:
+            fused = _doc_evidence(conn, fused, lists, float(cfg["doc_evidence"]))
+        lists.hybrid_top = fused[0][1] if fused else None
+        lists.channel = channel_name
         if graph is not None:
             t3 = time.perf_counter()
             ctx = ChannelContext(
                 kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
                 roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
+                fused=list(fused[:n_cand]),
             )
             graph_hits = (graph.search(ctx) or [])[:n_cand]
             # An empty list (a sparse graph, nothing to add) leaves the two-list search
@@ -513,6 +537,42 @@ def _final_ranking(graph_hits: Sequence[tuple[int, float]],
     return out
 
 
+def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: _Lists, weight: float
+                  ) -> list[tuple[int, float]]:
+    """Lift each document's best chunk by ``weight`` times its second-best chunk's score.
+
+    A document two of whose sections match the query is better evidence than
+    one with a single matching section next to unrelated ones: the README's
+    own question about fusing rankings found one stray paragraph of the
+    PageRank page above the RRF page whose every section answers it. The
+    second section counts only when *every* fused list found it (lexically and
+    densely): with one list, any long document's stray matches would add up,
+    which cost BM25 alone 15 points of R@2 on 2Wiki. Only the best chunk moves;
+    the others keep their scores (``[retrieval] doc_evidence``; 0 switches it off).
+    """
+    present = [set(ids) for ids in lists.ranked.values() if ids]
+    if not fused or len(present) < 2:
+        return fused
+    doc_of: dict[int, int] = {}
+    ids = [cid for cid, _ in fused]
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ",".join("?" * len(part))
+        doc_of.update((int(r[0]), int(r[1])) for r in conn.execute(
+            f"SELECT id, doc FROM chunks WHERE id IN ({marks})", part))
+    best: dict[int, int] = {}
+    second: dict[int, float] = {}
+    for cid, score in fused:  # best first
+        doc = doc_of.get(cid, -cid)
+        if doc not in best:
+            best[doc] = cid
+        elif doc not in second and all(cid in ids for ids in present):
+            second[doc] = score
+    lift = {best[d]: weight * sc for d, sc in second.items()}
+    out = [(cid, score + lift.get(cid, 0.0)) for cid, score in fused]
+    return sorted(out, key=lambda kv: (-kv[1], kv[0]))
+
+
 def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:
     scores: dict[int, float] = {}
     for name, ids in lists.ranked.items():
@@ -584,3 +644,97 @@ def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str
             inside.append((a + shift, b + shift))
             last = b
     return prefix + window + suffix, inside
+
+
+# --- results grouped by document (what `pnk search` shows a person) --------------------
+
+#: Chunks retrieved to fill k documents: the engine's cap, as ``pnk eval`` retrieves
+#: (its ``CHUNKS``), so the documents a person sees are the ones eval scores.
+DOCUMENT_CHUNKS = MAX_K
+
+
+@dataclass
+class DocumentHit:
+    """One document of a grouped result: its best chunk, then its other matching chunks.
+
+    A document ranks by its best chunk (its first appearance in the chunk
+    ranking), the same collapse ``pnk eval`` applies before it counts recall, so
+    the order a person reads is the order that is measured.
+    """
+
+    kb: str
+    doc_id: str
+    title: str
+    path: str
+    score: float
+    best: Hit
+    more: list[Hit] = field(default_factory=list)  # other matching chunks, best first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kb": self.kb,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "path": self.path,
+            "score": self.score,
+            "best": self.best.to_dict(),
+            "more": [
+                {"chunk_id": h.chunk_id, "ordinal": h.ordinal, "heading_path": list(h.heading_path),
+                 "start_line": h.start_line, "score": h.score, "ranks": dict(h.ranks)}
+                for h in self.more
+            ],
+        }
+
+
+def group_by_document(hits: Sequence[Hit], k: int | None = None) -> list[DocumentHit]:
+    """Group ranked chunks by document (per KB), best first; at most ``k`` documents.
+
+    Only the chunks given are grouped: to fill ``k`` documents, search for
+    :data:`DOCUMENT_CHUNKS` chunks first (see :func:`documents_result`).
+    """
+    groups: dict[tuple[str, str], DocumentHit] = {}
+    for h in hits:
+        key = (h.kb, h.doc_id)
+        group = groups.get(key)
+        if group is None:
+            if k is not None and len(groups) >= k:
+                continue  # a later document: beyond the k asked for
+            groups[key] = DocumentHit(h.kb, h.doc_id, h.title, h.path, h.score, h)
+        else:
+            group.more.append(h)
+    return list(groups.values())
+
+
+@dataclass
+class DocumentResult:
+    """A search grouped by document, and the ``k`` best chunks it came from.
+
+    ``chunks`` is exactly what a chunk search for ``k`` returns (and what the
+    MCP tool returns): the graph channel is seeded from the same ``k`` roots
+    and the confidence reads the same top hit, so asking for more chunks to
+    fill the documents changes neither.
+    """
+
+    chunks: SearchResult
+    documents: list[DocumentHit]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``SearchResult.to_dict()`` (``hits``: the k best chunks) plus ``documents``."""
+        out = self.chunks.to_dict()
+        out["documents"] = [d.to_dict() for d in self.documents]
+        return out
+
+
+def documents_result(result: SearchResult, k: int) -> DocumentResult:
+    """Turn a search for :data:`DOCUMENT_CHUNKS` chunks (with ``graph_roots=k``) into k documents.
+
+    The chunk list is cut back to ``k`` for :attr:`DocumentResult.chunks`;
+    the documents are grouped from the whole longer list.
+    """
+    k = max(1, min(int(k), MAX_K))
+    chunks = SearchResult(
+        query=result.query, kb=result.kb, hits=list(result.hits[:k]),
+        confidence=result.confidence, abstained=result.abstained, channel=result.channel,
+        timings_ms=dict(result.timings_ms),
+    )
+    return DocumentResult(chunks, group_by_document(result.hits, k))

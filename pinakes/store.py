@@ -4,8 +4,9 @@
 no migrations: its *signature* (``SCHEMA_VERSION``, the FTS tokenizer, the
 embedder id and every plugin's schema version) is recorded in ``meta``; a
 store with another signature is deleted and rebuilt by the next sync. The
-embedding cache lives in a separate ``cache.db`` keyed by (model, content
-hash), so a rebuild, a rename or a moved section is never re-embedded.
+embedding cache lives outside the KB, per user (:mod:`pinakes.embcache`), keyed
+by (model, content hash), so a rebuild, a deleted ``.pinakes/``, a rename or a
+moved section is never re-embedded.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .embcache import EmbeddingCache
 from .errors import PinakesError, StoreBusy
 from .graph import GRAPH_SCHEMA
 
@@ -87,6 +89,9 @@ CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
 CREATE INDEX IF NOT EXISTS links_key ON links(key COLLATE NOCASE);
 """
 
+# The layout of the old in-KB ``.pinakes/cache.db``. Chunk vectors now live in the
+# per-user cache (pinakes/embcache.py); this stays for plugins that keep their own
+# small caches in that file (pinakes-mentions' entity-label vectors).
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
@@ -110,6 +115,29 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _connect_unwritable(path: Path) -> sqlite3.Connection:
+    """Open a store this process cannot write (a read-only disk, another user's KB) to search it.
+
+    A WAL database needs its ``-shm`` file, which a reader without write access
+    cannot create: read-only mode works while it exists; otherwise the file is
+    opened ``immutable`` (no locking), which is exact on a read-only disk, where
+    no sync can run under the reader.
+    """
+    if os.access(path.parent, os.W_OK):
+        raise sqlite3.OperationalError(f"unable to open database file: {path}")
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(f"file:{path}?{flags}", uri=True, check_same_thread=False)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            continue
+        conn.isolation_level = None
+        conn.row_factory = sqlite3.Row
+        return conn
+    raise sqlite3.OperationalError(f"unable to open database file: {path}")
 
 
 class SyncLock:
@@ -168,7 +196,8 @@ class Store:
         self.state_dir = state_dir
         self.signature = signature
         self.conn = conn
-        self._cache: sqlite3.Connection | None = None
+        self._cache: EmbeddingCache | None = None
+        self._cache_opened = False
 
     # --- opening ---------------------------------------------------------
 
@@ -236,7 +265,10 @@ class Store:
         path = state_dir / "index.db"
         if not path.exists():
             raise NotSynced("this knowledge base has not been indexed yet: run `pnk sync`")
-        conn = _connect(path)
+        try:
+            conn = _connect(path)
+        except sqlite3.OperationalError:
+            conn = _connect_unwritable(path)
         store = cls(state_dir, signature, conn)
         try:
             found = store.get_meta("signature")
@@ -295,35 +327,23 @@ class Store:
     # --- embedding cache ------------------------------------------------------
 
     @property
-    def cache(self) -> sqlite3.Connection:
-        if self._cache is None:
-            self._cache = _connect(self.state_dir / "cache.db")
-            self._cache.executescript(CACHE_SCHEMA)
+    def cache(self) -> EmbeddingCache | None:
+        """The per-user embedding cache, opened on first use (None when it cannot be opened)."""
+        if not self._cache_opened:
+            self._cache_opened = True
+            self._cache = EmbeddingCache.open_or_none()
         return self._cache
 
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, bytes]:
-        """Vectors already computed for these content hashes (the rest must be embedded)."""
-        found: dict[str, bytes] = {}
-        for start in range(0, len(hashes), 500):
-            part = hashes[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.cache.execute(
-                f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({marks})",
-                (model, *part),
-            ):
-                found[row[0]] = row[1]
-        return found
+        """Vectors (float32 bytes) already computed for these content hashes; the rest must be embedded."""
+        cache = self.cache
+        return {} if cache is None else cache.get(model, hashes)
 
     def cache_vectors(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
         """Remember vectors by content hash; committed at once so a killed sync keeps them."""
-        now = time.time()
-        with contextlib.closing(self.cache.cursor()) as cur:
-            cur.execute("BEGIN")
-            cur.executemany(
-                "INSERT OR REPLACE INTO embeddings(model, hash, vec, updated) VALUES (?, ?, ?, ?)",
-                [(model, h, np.asarray(v, "<f4").tobytes(), now) for h, v in items],
-            )
-            cur.execute("COMMIT")
+        cache = self.cache
+        if cache is not None:
+            cache.put(model, items)
 
     # --- reading ----------------------------------------------------------------
 
@@ -339,6 +359,8 @@ class Store:
         width = dim * 4
         ids = np.empty(n, dtype=np.int64)
         matrix = np.empty((n, dim), dtype="<f4")
+        if n == 0:  # an index read before its first sync commits: memoryview cannot cast (0, dim)
+            return ids, matrix
         buf = memoryview(matrix).cast("B")
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples: no Row object per vector

@@ -13,6 +13,7 @@ Three phases keep it exact and crash-safe:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
+from .moves import recognise_moves
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
@@ -35,6 +38,20 @@ if TYPE_CHECKING:
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
+# A file with a longer line is skipped with a warning (tests/test_limits.py): one
+# 10 MB line took the chunker minutes and is never a note.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+def _longest_line(raw: bytes) -> int:
+    """Length in bytes of the longest line of ``raw`` (one pass, no copies of the lines)."""
+    longest = start = 0
+    while True:
+        end = raw.find(b"\n", start)
+        if end < 0:
+            return max(longest, len(raw) - start)
+        longest = max(longest, end - start)
+        start = end + 1
 
 
 @dataclass
@@ -117,6 +134,8 @@ class PreparedDoc:
     parsed: ParsedDocument
     chunk_rows: list[dict[str, Any]] = field(default_factory=list)
     sidecar: Sidecar | None = None
+    fm_problems: list[str] = field(default_factory=list)  # the document's own (not its sidecar's)
+    awaiting: bool = False  # no sidecar yet: maybe a move whose sidecar stayed behind
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -156,13 +175,20 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
     mode = str(cfg.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
-    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems))
+    strays: list[tuple[str, str]] = []
+    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems,
+                         strays))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
+    for stray_rel, stray in strays:
+        # A truth-file write killed before its rename: the file itself is intact.
+        with contextlib.suppress(OSError):
+            os.unlink(stray)
+            problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
 
     existing = {
         row["path"]: row
         for row in store.conn.execute(
-            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_stat FROM documents"
+            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_path, sidecar_stat FROM documents"
         )
     }
     seen: set[str] = set()
@@ -209,6 +235,13 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             problems.append((rel, "skipped: binary file (contains NUL bytes), not Markdown"))
             report.skipped += 1
             continue
+        longest = _longest_line(raw) if len(raw) > MAX_LINE_BYTES else 0
+        if longest > MAX_LINE_BYTES:
+            # Minified data or an inlined blob, not prose: chunking it would take minutes.
+            problems.append((rel, f"skipped: a line of {longest / 1048576:.1f} MB (over "
+                                  f"{MAX_LINE_BYTES // 1048576} MB), not prose Markdown"))
+            report.skipped += 1
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -224,10 +257,11 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             continue
         seen.add(rel)
         sc_path = root / sc_rel
-        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report)
-        doc.sidecar_stat = _stat_key(sc_path)
-        prepared.append(doc)
+        prepared.append(_prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder,
+                                 report, mint=old is not None, root=root))
 
+    # A document moved without its sidecar (git mv, mv) takes its old sidecar (moves.py).
+    swaps = recognise_moves(store, root, mode, files, existing, seen, prepared, report, problems)
     removed = [row for path, row in existing.items() if path not in seen]
     # A document that vanished from one path and appeared at another with the same
     # ULID was renamed (moved with its sidecar): it keeps its internal key.
@@ -237,6 +271,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         if doc.rel not in existing and doc.ulid in vanished and not doc.provisional:
             renames[doc.rel] = vanished.pop(doc.ulid)
     removed = [row for row in removed if row["ulid"] in vanished]
+    renames.update(swaps)
 
     # Phase 2: vectors, from the cache where possible.
     _embed(kb, store, prepared, report, progress)
@@ -253,8 +288,10 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
         changed_keys: list[int] = []
         previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
+        for rel in swaps:  # documents that exchanged paths: free the paths first (UNIQUE)
+            conn.execute("UPDATE documents SET path = '//swap/' || doc WHERE path = ?", (rel,))
         for doc in prepared:
-            old = existing.get(doc.rel) or renames.get(doc.rel)
+            old = renames.get(doc.rel) or existing.get(doc.rel)
             # A changed or renamed document keeps its internal key, so graph nodes
             # and edges that other documents hold towards it stay valid.
             changed_keys.append(
@@ -262,6 +299,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
             if old is not None:
                 previous[changed_keys[-1]] = (old["ulid"], old["path"])
+            crash_point("apply-doc")
         # Links: store the changed documents' links, re-resolve only what may now differ.
         relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
                                  previous, [(row["doc"], row["ulid"]) for row in removed],
@@ -286,13 +324,14 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("last_sync", str(time.time()))
         store.set_meta("embedder", embedder.id)
         store.set_meta("dim", str(embedder.dim))
+        crash_point("apply-commit")
     report.generation = generation
 
     report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
     report.removed = [row["path"] for row in removed]
     renamed_to = set(renames)
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
-    report.changed = [d.rel for d in prepared if d.rel in existing]
+    report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
     report.problems = [f"{p}: {m}" for p, m in problems]
     for doc in prepared:
         report.problems.extend(doc.problems)
@@ -311,7 +350,13 @@ def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
 
 
 def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
-             sc_path: Path, budget: int, embedder: Any, report: SyncReport) -> PreparedDoc:
+             sc_path: Path, budget: int, embedder: Any, report: SyncReport,
+             mint: bool = True, root: Path | None = None) -> PreparedDoc:
+    """Read and chunk a changed document, and give it its identity from its sidecar.
+
+    With ``mint=False`` a document without a sidecar gets none yet (``awaiting``):
+    it may be a moved document whose sidecar stayed behind (see :mod:`.moves`).
+    """
     parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
     problems: list[str] = []
     if parsed.front_matter_error:
@@ -319,36 +364,57 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
                         if parsed.front_matter_error.startswith("line ")
                         else f"{rel}: {parsed.front_matter_error}")
     fm = parsed.front_matter
-    fallback_title = parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
-    sc = read_sidecar(sc_path, display=sc_rel)
-    provisional = False
+    if not parsed.chunks:
+        # Every document gets at least one chunk, so an empty or front-matter-only
+        # document is still found by its title (and description).
+        desc = fm.get("description")
+        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
+    doc = PreparedDoc(
+        rel=rel, ulid="", provisional=True, title="", tags=[],
+        meta={"front_matter": fm, "sidecar": {}}, size=st.st_size, mtime_ns=st.st_mtime_ns,
+        hash=digest, sidecar_rel=sc_rel, sidecar_stat="", problems=problems, parsed=parsed,
+        fm_problems=list(problems),
+    )
+    doc.awaiting = not identify(doc, sc_path, report, mint=mint, root=root)
+    return doc
+
+
+def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = True,
+             root: Path | None = None) -> bool:
+    """Take ``doc``'s id, title, tags and sidecar from the sidecar at ``sc_path``.
+
+    A missing sidecar is written (a fresh ULID) when ``mint``; otherwise nothing
+    changes and False is returned. Called again after a sidecar was moved or
+    swapped to this document, so it rebuilds every sidecar-derived field.
+    """
+    rel, sc_rel = doc.rel, doc.sidecar_rel
+    fm = doc.meta["front_matter"]
+    fallback_title = doc.parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
+    sc = read_sidecar(sc_path, display=sc_rel, root=root)
     if not sc.exists:
-        ulid = new_ulid()
-        atomic_write(sc_path, skeleton(ulid, fallback_title))
+        if not mint:
+            return False
+        atomic_write(sc_path, skeleton(new_ulid(), fallback_title))
         report.sidecars_created.append(sc_rel)
-        sc = read_sidecar(sc_path, display=sc_rel)
+        sc = read_sidecar(sc_path, display=sc_rel, root=root)
+    problems = list(doc.fm_problems)
     if sc.error:
         problems.append(sc.error + " (the document is indexed with what could be read)")
     ulid = sc.id if sc.id and is_ulid(sc.id) else None
+    provisional = False
     if ulid is None:
         # Never rewrite a sidecar the user must fix: index under a stable provisional id.
         provisional = True
         ulid = _provisional_id(rel)
         if not sc.error:
             problems.append(f"{sc_rel}:1: no `id:`; indexed under a provisional id until one is added")
-    title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
-    tags = sc.tags or _fm_tags(fm)
-    if not parsed.chunks:
-        # Every document gets at least one chunk, so an empty or front-matter-only
-        # document is still found by its title (and description).
-        desc = fm.get("description")
-        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
-    meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
-    return PreparedDoc(
-        rel=rel, ulid=ulid, provisional=provisional, title=title, tags=tags, meta=meta,
-        size=st.st_size, mtime_ns=st.st_mtime_ns, hash=digest, sidecar_rel=sc_rel,
-        sidecar_stat="", problems=problems, parsed=parsed, sidecar=sc,
-    )
+    doc.ulid, doc.provisional, doc.problems, doc.sidecar = ulid, provisional, problems, sc
+    doc.title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
+    doc.tags = sc.tags or _fm_tags(fm)
+    doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
+    doc.sidecar_stat = _stat_key(sc_path)
+    doc.awaiting = False
+    return True
 
 
 def _fm_tags(fm: dict[str, Any]) -> list[str]:
@@ -375,6 +441,8 @@ def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
 
 def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
            progress: ProgressFn | None) -> None:
+    from .embcache import canonical
+
     embedder = kb.embedder
     model = embedder.id
     pending: dict[str, str] = {}  # hash -> text
@@ -400,13 +468,14 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         def tick(n: int, _base: int = done) -> None:
             nonlocal done
             done += n
+            crash_point("embed-batch")  # test equipment: pinakes/faults.py
             if progress:
                 progress("embed", done, len(todo))
 
         vecs = embedder.embed([t for _, t in part], batch_size=bs, progress=tick)
         store.cache_vectors(model, [(h, v) for (h, _), v in zip(part, vecs, strict=True)])
         for (h, _), v in zip(part, vecs, strict=True):
-            vectors[h] = v.astype("<f4").tobytes()
+            vectors[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
     report.embed_seconds = time.perf_counter() - t0
     report.chunks_embedded = sum(
         1 for d in docs for r in d.chunk_rows if r["hash"] not in cached

@@ -5,10 +5,11 @@
 #
 # PATH/TO/2wiki is a folder holding corpus.jsonl and queries.jsonl (the format
 # `pnk eval --dataset` reads; golden/README.md describes it). This script fetches nothing:
-# it runs `pnk eval --dataset` on that folder, offline, for every table of the 2Wiki
-# sections: the single lists (bm25, dense, the fused hybrid), the graph channels on the
-# structural graph, then with title-mention entity edges, then with spaCy NER entities
-# (when the `ner` plugin is installed: pip install 'pinakes[ner]').
+# it runs `pnk eval --dataset` on that folder, offline, for the 2Wiki figures of
+# docs/benchmarks.md, "The default search": the matrix of settings with the default title
+# mentions (the 2Wiki columns of "The three matrices"), the same channel on structure alone
+# (`--graph '!mentions'`), and with spaCy NER entities (when the `ner` plugin is installed:
+# pip install 'pinakes[ner]'): the rows of "Entity edges per channel on 2Wiki".
 # Each run's JSON lands in OUT_DIR (default benchmarks/results/2wiki), with an HTML report
 # for the first, and a summary table of recall@2 / recall@5 per class is printed at the end.
 #
@@ -16,7 +17,7 @@
 # laptop (about 2.5 on an idle 2-core machine); later runs reuse it and take about a minute
 # each. Options after `--` go to every `pnk eval` call, e.g. `-- --limit 100` for a quick
 # look at a sample, or `-- --cache DIR` to keep the materialised KB elsewhere.
-# STAGES="lists mentions" runs only some of the stages (lists structural mentions ner).
+# STAGES="default structure" runs only some of the stages (default structure ner).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PNK=${PNK:-}
@@ -49,15 +50,15 @@ run() {  # name, then pnk eval arguments
   nice -n 10 "$PNK" eval --dataset "$DATA" "$@" "${EXTRA[@]}" --json > "$OUT/$name.json"
 }
 
-STAGES=" ${STAGES:-lists structural mentions ner} "
+STAGES=" ${STAGES:-default structure ner} "
 want() { [[ "$STAGES" == *" $1 "* ]]; }
-want lists && run lists --matrix bm25,dense,off --report "$OUT/lists.html"
-want structural && run structural --matrix off,expand,ppr
-want mentions && run mentions --graph mentions --matrix off,expand,ppr
+MATRIX='off,bm25,dense,expand,ppr,ppr+ppr_seed_kinds=tag|heading|entity+ppr_seed_match=label,ppr+ppr_centrality_power=0,ppr+final,ppr+rrf'
+want default && run default --matrix "$MATRIX" --report "$OUT/default.html"
+want structure && run structure --graph '!mentions' --matrix off,ppr
 if ! want ner; then
   :
 elif "$PNK" plugins --json | "$PY" -c 'import json, sys; sys.exit(0 if any(p["name"] == "ner" for p in json.load(sys.stdin)) else 1)'; then
-  run ner --graph ner --matrix off,expand,ppr
+  run ner --graph ner --matrix off,ppr
 else
   echo "== ner: skipped, the ner plugin is not installed (pip install 'pinakes[ner]')" >&2
 fi
@@ -71,7 +72,7 @@ def pct(v):
     return "–" if v is None else f"{100 * v:.1f}"
 print("\n| edges | setting | multi-hop R@2 / R@5 | simple R@2 / R@5 | all-R@5 multi-hop |")
 print("|---|---|---|---|---|")
-for name in ("lists", "structural", "mentions", "ner"):
+for name in ("default", "structure", "ner"):
     path = out / f"{name}.json"
     if not path.exists():
         continue

@@ -115,7 +115,7 @@ def test_extras_table_matches_what_plugins_register() -> None:
     table = _pyproject(ROOT / "pyproject.toml")["optional-dependencies"]
     dist_of = {ep.name: ep.dist.name for ep in importlib.metadata.entry_points(group="pinakes")
                if ep.dist is not None}
-    hook_kind = {"register_graph_channels": "graph channel", "register_edge_derivers": "edge deriver",
+    hook_kind = {"register_embedders": "embedder", "register_graph_channels": "graph channel", "register_edge_derivers": "edge deriver",
                  "register_importers": "importer", "register_llm_backends": "LLM backend"}
     plugins = _plugins()
     seen: set[tuple[str, str]] = set()
@@ -233,7 +233,7 @@ def test_built_wheels_install_graph_extra_in_a_fresh_venv(tmp_path: Path) -> Non
 
     kb = _tiny_kb(tmp_path / "kb")
     assert _pnk("sync", cwd=kb, exe=pnk).returncode == 0
-    found = _pnk("search", "pollination", "--channel", "ppr", "--json", cwd=kb, exe=pnk)
+    found = _pnk("search", "how do bees help orchards", "--channel", "ppr", "--json", cwd=kb, exe=pnk)
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
     assert result["channel"] == "ppr"

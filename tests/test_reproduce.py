@@ -59,13 +59,14 @@ def test_reproduces_the_tables_from_a_dataset_folder(tmp_path: Path) -> None:
     data = _dataset(tmp_path / "2wiki")
     out_dir = tmp_path / "out"
     done = _script(str(data), str(out_dir), "--", "--cache", str(tmp_path / "cache"),
-                   env={"STAGES": "lists mentions"})
+                   env={"STAGES": "default structure"})
     assert done.returncode == 0, done.stderr[-3000:]
-    lists = json.loads((out_dir / "lists.json").read_text())
-    assert [s["name"] for s in lists["settings"]] == ["bm25", "dense", "off"]
-    assert lists["source"]["questions"] == 3
-    mentions = json.loads((out_dir / "mentions.json").read_text())
-    assert [s["name"] for s in mentions["settings"]] == ["off", "expand", "ppr"]
-    assert mentions["source"]["graph"] and "mentions" in mentions["source"]["graph"]
-    assert (out_dir / "lists.html").is_file() and not (out_dir / "structural.json").exists()
-    assert "| lists | bm25 |" in done.stdout and "| mentions | ppr |" in done.stdout
+    default = json.loads((out_dir / "default.json").read_text())
+    names = [s["name"] for s in default["settings"]]
+    assert names[:5] == ["off", "bm25", "dense", "expand", "ppr"] and len(names) == 9
+    assert default["source"]["questions"] == 3 and "mentions" in default["source"]["graph"]
+    structure = json.loads((out_dir / "structure.json").read_text())
+    assert [s["name"] for s in structure["settings"]] == ["off", "ppr"]
+    assert "mentions" not in structure["source"]["graph"]
+    assert (out_dir / "default.html").is_file() and not (out_dir / "ner.json").exists()
+    assert "| default | bm25 |" in done.stdout and "| structure | ppr |" in done.stdout

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import PinakesError
+from ..errors import PinakesError, storage_problem
 
 
 class PinakesGroup(click.Group):
@@ -50,6 +50,9 @@ class PinakesGroup(click.Group):
         except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
             if os.environ.get("PINAKES_RAISE_ERRORS"):
                 raise
+            storage = storage_problem(exc)  # disk full, read-only, permissions: not a bug
+            if storage is not None:
+                raise click.ClickException(storage) from None
             raise click.ClickException(
                 f"unexpected {type(exc).__name__}: {exc} "
                 "(set PINAKES_RAISE_ERRORS=1 for the traceback, and please report it)"
@@ -69,6 +72,7 @@ def cli() -> None:
 
 
 from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    cache,  # noqa: F401  (pnk cache)
     core,  # noqa: F401  (init, sync, status, search, show, plugins)
     doctor,  # noqa: F401  (pnk doctor)
     eval,  # noqa: F401  (pnk eval)
