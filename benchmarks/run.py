@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/run.py            # full run (~15 min on 2 cores)
     .venv/bin/python benchmarks/run.py --quick    # smoke run (~2 min)
 
-What is measured (DESIGN.md §11 has the targets):
+What is measured (docs/performance.md lists the targets):
 
 * full sync with the real embedder on a synthetic corpus: chunks/s and the
   share of wall time spent inside the embedder;
@@ -650,7 +650,7 @@ def machine() -> dict[str, Any]:
 
 
 def build_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Target vs measured, one row per DESIGN.md §11 line this benchmark covers."""
+    """Target vs measured, one row per target (docs/performance.md) this benchmark covers."""
     rows: list[dict[str, Any]] = []
 
     def row(what: str, target: str, measured: str, ok: bool | None) -> None:

@@ -1,4 +1,4 @@
-"""The fleet: a user-level registry mapping KB names to folders (DESIGN §7).
+"""The fleet: a user-level registry mapping KB names to folders (docs/links.md, "The fleet").
 
 It is the only state outside a KB's own folder, kept in
 ``<user dir>/fleet.toml`` (``PINAKES_USER_PATH`` overrides the user dir, e.g. in

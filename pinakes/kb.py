@@ -94,8 +94,12 @@ class KB:
             available = plugins.get_embedders()
             wanted = self.config.embedder_id
             if wanted not in available:
+                from .extras import not_installed
+
                 known = ", ".join(sorted(available)) or "none"
-                raise UnknownEmbedder(f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
+                missing = not_installed("embedder", wanted)
+                raise UnknownEmbedder(f"[embedding] model: {missing}" if missing else
+                                      f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
             self._embedder = available[wanted]()
         return self._embedder
 
@@ -151,10 +155,16 @@ class KB:
         for this KB (its settings); one that ``supersedes`` others replaces them.
         """
         from .errors import ConfigError
+        from .extras import not_installed
 
         switches = self.config.section("graph")
+        installed = plugins.get_edge_derivers()
+        for name, on in switches.items():
+            missing = on is True and name not in installed and not_installed("edge deriver", name)
+            if missing:  # asked for, known, absent: building without it would mislead
+                raise ConfigError(f"[graph] {name} = true, but the {missing}")
         out: dict[str, Any] = {}
-        for name, deriver in plugins.get_edge_derivers().items():
+        for name, deriver in installed.items():
             on = switches.get(name, getattr(deriver, "default_enabled", True))
             if not isinstance(on, bool):
                 raise ConfigError(f"[graph] {name} should be true or false, got {on!r}")
@@ -446,7 +456,7 @@ class KB:
 
     def links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
               query: str | None = None) -> dict[str, Any]:
-        """A document's typed neighbourhood: the ``pinakes_links`` structure of DESIGN §6.
+        """A document's typed neighbourhood: the ``pinakes_links`` structure (docs/links.md).
 
         ``{neighbours: [{doc_id, title, rel, direction, distance, score}], frontier:
         [{doc_id, rel}], unresolved: [{target, reason}], confidence, truncated, depth}``

@@ -16,7 +16,7 @@ MCP tool ``pinakes_links``:
    re-resolved, so a no-op sync costs nothing here. Targets in *other* KBs
    of the fleet are looked up when links are read (:class:`FleetLookup`),
    because those KBs change on their own schedule.
-3. *Traversal* (:func:`walk`): the contract of DESIGN §6 ``pinakes_links``.
+3. *Traversal* (:func:`walk`): the contract of ``pinakes_links`` (docs/links.md).
 
 A target outside the KB is found by path arithmetic (``os.path.normpath`` of
 the KB-relative path) and by reading the in-KB symlinks on the way; the target
@@ -590,7 +590,7 @@ class _Edge:
 
 def walk(kb: KB, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
          query: str | None = None) -> LinkResult:
-    """Breadth-first over resolved links from ``doc`` (see DESIGN §6 ``pinakes_links``)."""
+    """Breadth-first over resolved links from ``doc`` (the ``pinakes_links`` contract, docs/links.md)."""
     if direction not in DIRECTIONS:
         raise QueryError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     if isinstance(depth, bool) or not isinstance(depth, int):

@@ -1,8 +1,8 @@
 """The MCP server (``pnk serve``): four read-only tools over the library API.
 
 The agent is Pinakes' main user, and its loop (think, probe, decide) needs two
-signals per answer: a relevance score and the visible frontier
-(research/graph-design.md §5). The tools return exactly those, typed, with an
+signals per answer: a relevance score and the visible frontier.
+The tools return exactly those, typed, with an
 ``outputSchema``, matching ``structuredContent`` and a text rendering for older
 clients. Everything here is a thin face over :class:`pinakes.KB`: retrieval,
 traversal and reading live in the library; this module only resolves which KB

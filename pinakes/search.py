@@ -295,8 +295,11 @@ def hybrid_search(
     if channel_name not in ("", "off", "none"):
         installed = kb.graph_channels()
         if channel_name not in installed:
+            from .extras import not_installed
+
             known = ", ".join(sorted(installed)) or "none installed"
-            raise QueryError(f"unknown graph channel {channel_name!r} (available: {known})")
+            raise QueryError(not_installed("graph channel", channel_name)
+                             or f"unknown graph channel {channel_name!r} (available: {known})")
         graph = installed[channel_name]
     else:
         channel_name = "off"
@@ -610,7 +613,7 @@ def _catalogued(kb: KB, conn: Any, generation: int, pages: list[str]) -> set[int
 
 def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, float]],
                   cfg: dict[str, Any], rrf_k: float) -> list[tuple[int, float]]:
-    """The cheap priors of research §4A and §8, off by default, for the eval matrix.
+    """The cheap priors, off by default, for the eval matrix.
 
     * in-degree salience: a document many others link to is a little more likely
       to be what is asked for; its chunks inherit the prior;
@@ -665,7 +668,7 @@ def _final_ranking(graph_hits: Sequence[tuple[int, float]],
 
     A channel seeded from the hybrid (PPR) can rank better alone than as one
     more RRF list: equal-weight RRF cost a prototype ~18 points of multi-hop
-    R@5 against PPR's own ranking (research/measurements.md). Scores are put
+    R@5 against PPR's own ranking (a reference prototype measured it). Scores are put
     on the fused scale (the hybrid's top score times each hit's share of the
     channel's top score) because priors and the confidence calibration read
     fused scores; fused hits the channel left out follow in fused order, so a

@@ -227,7 +227,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     lenses = ok(await call("pinakes_read", {"doc_id": "guide/lenses.md"}))
     assert {(link["to"], link["rel"]) for link in lenses["links"]} >= {("intro.md", "extends")}
 
-    # pinakes_links: depth 10 is capped at 3 and says so; the DESIGN §6 structure
+    # pinakes_links: depth 10 is capped at 3 and says so; the documented structure
     links = ok(await call("pinakes_links", {"doc_id": LENSES_ID, "depth": 10}))
     assert links["depth"] == 3
     assert any("capped at 3" in n for n in links["notes"] + [links.get("note") or ""])

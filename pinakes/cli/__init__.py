@@ -20,6 +20,16 @@ from ..errors import PinakesError, storage_problem
 class PinakesGroup(click.Group):
     """Turns typed Pinakes errors into one clear line and a non-zero exit."""
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """A plugin's command that is not installed names the extra that installs it."""
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            from ..extras import not_installed
+
+            missing = not_installed("command", args[0])
+            if missing:
+                ctx.fail(missing)
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -390,3 +390,25 @@ def plugins_cmd(all_: bool, json_: bool) -> None:
         others = [h for h in p["hooks"] if h not in p["registers"]]
         if others:
             click.echo(f"  hooks: {', '.join(others)}")
+    missing = _missing_extras()
+    if missing:
+        click.echo("Not installed: " + "; ".join(f"{extra} ({', '.join(names)})"
+                                                  for extra, names in missing.items()))
+
+
+def _missing_extras() -> dict[str, list[str]]:
+    """``pip install 'pinakes[extra]'`` -> what it would add, for extras not installed."""
+    import importlib.metadata
+
+    from ..extras import PROVIDERS, install_command
+
+    out: dict[str, list[str]] = {}
+    for names in PROVIDERS.values():
+        for name, (dist, extra) in names.items():
+            try:
+                importlib.metadata.distribution(dist)
+            except importlib.metadata.PackageNotFoundError:
+                out.setdefault(install_command(extra), [])
+                if name not in out[install_command(extra)]:
+                    out[install_command(extra)].append(name)
+    return out

@@ -43,21 +43,25 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
               help="With --dataset: switch an edge deriver on in its KB ([graph] DERIVER = true), "
                    "e.g. ner, or off with !DERIVER (e.g. !mentions, on by default); repeatable. "
                    "(A --golden KB uses its own pinakes.toml.)")
+@click.option("--init", "init", is_flag=True,
+              help="Write a starter golden set (golden/questions.yaml, or --golden FILE) from the "
+                   "KB's own documents, to edit by reading them; refuses to overwrite.")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
-             graph: tuple[str, ...], json_: bool) -> None:
+             graph: tuple[str, ...], init: bool, json_: bool) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
+    pnk eval --init                      (a starter golden set to edit)
     pnk eval --golden golden/questions.yaml --kb my-kb
     pnk eval --dataset ../bench/2wiki --matrix bm25,dense,off --json
     pnk eval --kb my-kb --calibrate --report eval.html
 
     Every setting runs through the same search users run; cost is €0.00
-    (the free path). Graph settings are judged by research §9's gates
-    against the `off` baseline.
+    (the free path). Graph settings are judged against the `off` baseline by
+    the gates (docs/design.md, "The gates").
     """
     from ..evaluation.calibration import (
         calibration_path,
@@ -70,6 +74,11 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     from ..evaluation.report import render_html
     from ..evaluation.runner import Setting, parse_matrix, run_eval
 
+    if init:
+        if dataset_path or matrix or calibrate or report_path:
+            raise click.UsageError("--init only writes a starter golden set; run `pnk eval` after it")
+        _init_golden(kb_path, golden_path, json_)
+        return
     if golden_path and dataset_path:
         raise click.UsageError("give --golden or --dataset, not both")
     if dataset_path and kb_path:
@@ -180,6 +189,25 @@ def _shown(path: str, root: Path) -> str:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return Path(path).name
+
+
+def _init_golden(kb_path: str | None, golden_path: Path | None, json_: bool) -> None:
+    """``pnk eval --init``: write the starter golden set, never over an existing file."""
+    from ..evaluation.golden import starter_golden
+
+    kb = open_kb(kb_path)
+    target = golden_path or kb.root / "golden" / "questions.yaml"
+    if target.exists():
+        raise click.UsageError(f"{target} already exists: edit it, or pass --golden NEWFILE")
+    text, n = starter_golden(kb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, text)
+    if json_:
+        echo_json({"path": str(target), "questions": n})
+        return
+    click.echo(f"Wrote {target}: {n} starter questions (a document's title and a heading each).")
+    click.echo("Rewrite them by reading the documents, add multi-hop and unanswerable ones, "
+               "then run `pnk eval`.")
 
 
 def _golden_kb(kb_path: str | None, golden_path: Path | None) -> KB:

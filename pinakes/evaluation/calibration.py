@@ -1,6 +1,6 @@
 """Calibrated confidence: P(the top-k hits hold the evidence), from the fused lists in hand.
 
-DESIGN §4.5: a search reports a probability, fitted on a golden set, or
+docs/design.md (Retrieval, step 6): a search reports a probability, fitted on a golden set, or
 ``unknown``; it never invents one. The probability comes from a logistic
 regression (plain NumPy: Newton steps on an L2-penalised log-likelihood)
 over a handful of features that the search has already computed, so the

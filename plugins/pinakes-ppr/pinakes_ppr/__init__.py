@@ -1,6 +1,6 @@
 """The ``ppr`` graph channel: Personalized PageRank over the free graph (Stage B).
 
-HippoRAG 2's recipe on Pinakes' own graph (DESIGN §5, research §4B), with the
+HippoRAG 2's recipe on Pinakes' own graph (docs/design.md, "The graph"), with the
 knobs set by ``pnk eval`` (``docs/benchmarks.md``, "PPR channel"):
 
 * the graph is every node and edge of the store's :class:`~pinakes.graph.GraphIndex`,
