@@ -63,8 +63,12 @@ class KB:
         return cls(load_config(root))
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str] = ".", name: str | None = None) -> KB:
-        """Create ``pinakes.toml`` (never overwriting one) and ignore ``.pinakes/`` in git."""
+    def init(cls, path: str | os.PathLike[str] = ".", name: str | None = None,
+             template: str | None = None) -> KB:
+        """Create ``pinakes.toml`` (never overwriting one) and ignore ``.pinakes/`` in git.
+
+        ``template`` (see :mod:`pinakes.templates`) adds its seed schema to the file.
+        """
         root = Path(path).expanduser().resolve()
         if root.exists() and not root.is_dir():
             raise KBNotFound(f"{root} is not a folder")
@@ -73,7 +77,12 @@ class KB:
         if cfg.exists():
             raise KBNotFound(f"{cfg} already exists; not overwriting it")
         slug = slugify(name or root.name)
-        atomic_write(cfg, TEMPLATE.format(name=slug))
+        text = TEMPLATE.format(name=slug)
+        if template:
+            from .templates import apply_template
+
+            text = apply_template(text, template)
+        atomic_write(cfg, text)
         gi = root / ".gitignore"
         lines = gi.read_text(encoding="utf-8").splitlines() if gi.exists() else []
         if not any(line.strip() in (GITIGNORE_LINE, ".pinakes", "/.pinakes/") for line in lines):

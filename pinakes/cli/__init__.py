@@ -72,6 +72,7 @@ def cli() -> None:
 
 
 from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    ask,  # noqa: F401  (pnk ask: an install hint until pinakes-deep replaces it)
     cache,  # noqa: F401  (pnk cache)
     core,  # noqa: F401  (init, sync, status, search, show, plugins)
     doctor,  # noqa: F401  (pnk doctor)

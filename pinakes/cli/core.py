@@ -44,13 +44,16 @@ def echo_json(data: Any) -> None:
 @cli.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--name", help="KB name (a slug, unique in your fleet). Default: the folder name.")
-def init(directory: Path, name: str | None) -> None:
+@click.option("--template", type=click.Choice(["research-papers", "software-docs"]),
+              help="Add the template's seed schema ([schema]: entity, relation and attribute types), "
+                   "quoted verbatim in every `pnk ask --deep` prompt.")
+def init(directory: Path, name: str | None, template: str | None = None) -> None:
     """Make DIRECTORY (default: here) a knowledge base: writes pinakes.toml.
 
     Also adds `.pinakes/` (the derived, disposable index) to .gitignore.
     Refuses to overwrite an existing pinakes.toml.
     """
-    kb = KB.init(directory, name=name)
+    kb = KB.init(directory, name=name, template=template)
     click.echo(f"Created {kb.root / 'pinakes.toml'} (kb name: {kb.name}).")
     click.echo("Next: `pnk sync` to index it, then `pnk search \"...\"`.")
 

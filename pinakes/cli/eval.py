@@ -46,11 +46,16 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--init", "init", is_flag=True,
               help="Write a starter golden set (golden/questions.yaml, or --golden FILE) from the "
                    "KB's own documents, to edit by reading them; refuses to overwrite.")
+@click.option("--deep", is_flag=True,
+              help="Run each question through `pnk ask --deep` (paid; pinakes[deep]) and report "
+                   "calls, tokens, EUR per question and cited-document recall per class.")
+@click.option("-y", "--yes", is_flag=True, help="With --deep: do not ask before spending.")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
-             graph: tuple[str, ...], init: bool, json_: bool) -> None:
+             graph: tuple[str, ...], init: bool, json_: bool, deep: bool = False,
+             yes: bool = False) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
@@ -120,6 +125,14 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     source["questions"] = len(questions)
     if len(questions) < total:
         source["sampled_from"] = total
+    if deep:  # the paid path's eval lives with the paid path (plugins/pinakes-deep)
+        try:
+            from pinakes_deep.evaluate import eval_command
+        except ImportError:
+            raise click.ClickException("pnk eval --deep needs the paid-path plugin: "
+                                       "pip install 'pinakes[deep]'") from None
+        eval_command(kb, questions, relevant, source, json_=json_, yes=yes)
+        return
 
     channels = kb.graph_channels()
     default_name = kb.channel_name()
