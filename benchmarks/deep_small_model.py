@@ -121,7 +121,8 @@ def main() -> None:
         (user / "config.toml").write_text(
             f'[llm]\ntimeout = {args.timeout}\n\n'
             f'[deep]\nanswer_tokens = {args.answer_tokens}\nsolve_tokens = {args.solve_tokens}\n'
-            f'decompose_tokens = {args.decompose_tokens}\n\n'
+            f'decompose_tokens = {args.decompose_tokens}\n'
+            + ("confident_at = 1.01\n" if args.force_loop else "") + "\n"
             f'[prices.openai]\n"{MODEL}" = {{ input_per_1k = {args.price_in}, output_per_1k = {args.price_out} }}\n',
             encoding="utf-8")
         env = {**os.environ, "PINAKES_USER_PATH": str(user), "PINAKES_LLM_BACKEND": "openai",
@@ -134,9 +135,6 @@ def main() -> None:
         else:
             kb = work / "kb"
             shutil.copytree(args.kb, kb, ignore=shutil.ignore_patterns(".pinakes"))
-            if args.force_loop:
-                with open(kb / "pinakes.toml", "a", encoding="utf-8") as fh:
-                    fh.write("\n[deep]\nconfident_at = 1.01\n")
             golden = _golden_subset(kb / "golden" / "questions.yaml", args.cls, args.limit, args.seed)
             subprocess.run([str(PNK), "sync", "-q", "--kb", str(kb)], check=True, env=env)
             cmd += ["--golden", str(golden), "--kb", str(kb)]
