@@ -240,19 +240,18 @@ class Operator:
     def name_index(self, conn: sqlite3.Connection, graph: GraphIndex,
                    kinds: tuple[str, ...]) -> NameIndex:
         """The exact-name index of the seed-kind nodes, built on first use per generation."""
-        found = self._names.get(kinds)
-        if found is None:
-            found = NameIndex.build(conn, graph, kinds, self.chunk_count)
-            self._names[kinds] = found
-        return found
+        return self._cached(self._names, NameIndex, conn, graph, kinds)
 
     def seed_index(self, conn: sqlite3.Connection, graph: GraphIndex,
                    kinds: tuple[str, ...]) -> SeedIndex:
         """The label index of the seed-kind nodes, built on first use per generation."""
-        found = self._seeds.get(kinds)
+        return self._cached(self._seeds, SeedIndex, conn, graph, kinds)
+
+    def _cached(self, table: dict[tuple[str, ...], Any], cls: Any, conn: sqlite3.Connection,
+                graph: GraphIndex, kinds: tuple[str, ...]) -> Any:
+        found = table.get(kinds)
         if found is None:
-            found = SeedIndex.build(conn, graph, kinds, self.chunk_count)
-            self._seeds[kinds] = found
+            found = table[kinds] = cls.build(conn, graph, kinds, self.chunk_count)
         return found
 
 
@@ -372,6 +371,29 @@ def _ngrams(toks: tuple[str, ...]) -> set[tuple[str, ...]]:
             for j in range(i + 1, min(len(toks), i + MAX_NAME_TOKENS) + 1)}
 
 
+def seed_kind_labels(conn: sqlite3.Connection, graph: GraphIndex,
+                     kinds: Sequence[str]) -> Iterable[tuple[int, str]]:
+    """``(graph node index, label)`` of every node of the seed ``kinds`` in this graph.
+
+    Nodes written after the graph index loaded (a sync racing the query) are
+    skipped. Heading keys are ``"<doc>:<json path>"``, never a name; other
+    kinds' keys are, so an unlabelled node falls back to its key.
+    """
+    present = [k for k in kinds if graph.code(k) >= 0]
+    if not present or not graph.n:
+        return
+    marks = ",".join("?" * len(present))
+    rows = conn.execute(
+        f"SELECT id, kind, key, label FROM nodes WHERE kind IN ({marks}) ORDER BY id", present,
+    ).fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    pos = np.clip(np.searchsorted(graph.node_ids, ids), 0, graph.n - 1)
+    held = graph.node_ids[pos] == ids
+    for r, p, ok in zip(rows, pos, held, strict=True):
+        if ok:
+            yield int(p), r[3] or ("" if r[1] == "heading" else r[2])
+
+
 @dataclass
 class SeedIndex:
     """Seed-kind nodes grouped into *phrases* (distinct label stem sets), with an inverted index.
@@ -395,35 +417,21 @@ class SeedIndex:
     @classmethod
     def build(cls, conn: sqlite3.Connection, graph: GraphIndex, kinds: Sequence[str],
               chunk_count: np.ndarray) -> SeedIndex:
-        present = [k for k in kinds if graph.code(k) >= 0]
         groups: dict[tuple[str, ...], list[int]] = {}
         names: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
         df: dict[str, int] = {}
-        if present and graph.n:
-            marks = ",".join("?" * len(present))
-            rows = conn.execute(
-                f"SELECT id, kind, key, label FROM nodes WHERE kind IN ({marks}) ORDER BY id",
-                present,
-            ).fetchall()
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            pos = np.clip(np.searchsorted(graph.node_ids, ids), 0, graph.n - 1)
-            seen: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-            held = graph.node_ids[pos] == ids  # nodes written after the index loaded: skip
-            for r, p, ok in zip(rows, pos, held, strict=True):
-                if not ok:
-                    continue
-                # Heading keys are "<doc>:<json path>", never a name; other kinds' keys are.
-                text = r[3] or ("" if r[1] == "heading" else r[2])
-                parsed = seen.get(text)
-                if parsed is None:  # labels repeat ("Introduction" in every document)
-                    parsed = (tuple(sorted(label_stems(text))), tokens(text)[:MAX_NAME_TOKENS + 1])
-                    seen[text] = parsed
-                stems, toks = parsed
-                if stems:
-                    groups.setdefault(stems, []).append(int(p))
-                    names.setdefault(stems, set()).add(toks)
-                    for s in stems:
-                        df[s] = df.get(s, 0) + 1
+        seen: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        for p, text in seed_kind_labels(conn, graph, kinds):
+            parsed = seen.get(text)
+            if parsed is None:  # labels repeat ("Introduction" in every document)
+                parsed = (tuple(sorted(label_stems(text))), tokens(text)[:MAX_NAME_TOKENS + 1])
+                seen[text] = parsed
+            stems, toks = parsed
+            if stems:
+                groups.setdefault(stems, []).append(int(p))
+                names.setdefault(stems, set()).add(toks)
+                for s in stems:
+                    df[s] = df.get(s, 0) + 1
         total = sum(len(v) for v in groups.values())
         idf = {s: math.log(1.0 + (total - d + 0.5) / (d + 0.5)) for s, d in df.items()}
         phrases = list(groups)
@@ -518,24 +526,11 @@ class NameIndex:
     @classmethod
     def build(cls, conn: sqlite3.Connection, graph: GraphIndex, kinds: Sequence[str],
               chunk_count: np.ndarray) -> NameIndex:
-        present = [k for k in kinds if graph.code(k) >= 0]
         names: dict[tuple[str, ...], list[int]] = {}
-        if present and graph.n:
-            marks = ",".join("?" * len(present))
-            rows = conn.execute(
-                f"SELECT id, kind, key, label FROM nodes WHERE kind IN ({marks}) ORDER BY id",
-                present,
-            ).fetchall()
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            pos = np.clip(np.searchsorted(graph.node_ids, ids), 0, max(graph.n - 1, 0))
-            held = graph.node_ids[pos] == ids  # nodes written after the index loaded: skip
-            for r, p, ok in zip(rows, pos, held, strict=True):
-                if not ok:
-                    continue
-                text = r[3] or ("" if r[1] == "heading" else r[2])
-                toks = tokens(text)
-                if toks and len(toks) <= MAX_NAME_TOKENS and not all(t in STOPWORDS for t in toks):
-                    names.setdefault(toks, []).append(int(p))
+        for p, text in seed_kind_labels(conn, graph, kinds):
+            toks = tokens(text)
+            if toks and len(toks) <= MAX_NAME_TOKENS and not all(t in STOPWORDS for t in toks):
+                names.setdefault(toks, []).append(p)
         return cls(names=names, chunk_count=chunk_count)
 
     def match(self, query: str, limit: int) -> list[tuple[int, float]]:
