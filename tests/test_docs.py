@@ -156,8 +156,24 @@ def test_configuration_page_documents_every_default() -> None:
                 problems.append(f"[{table}] {key}: no row in docs/configuration.md")
             elif shown != _toml(value):
                 problems.append(f"[{table}] {key}: page says {shown}, code says {_toml(value)}")
+        if table == "llm":
+            continue  # the deep plugin adds [llm] keys: checked by the test below
         for key in set(rows.get(table, {})) - set(defaults):
             problems.append(f"[{table}] {key}: documented but not in pinakes/config.py DEFAULTS")
+    assert not problems, "\n".join(problems)
+
+
+def test_configuration_page_documents_the_paid_path_keys() -> None:
+    """[llm] and [deep] keys the deep plugin reads, with the defaults it uses."""
+    from pinakes_deep.settings import DEEP_DEFAULTS, LLM_DEFAULTS
+
+    rows = _config_rows()
+    problems = [f"[{table}] {key}: page says {rows.get(table, {}).get(key)}, code says {_toml(v)}"
+                for table, defaults in (("llm", LLM_DEFAULTS), ("deep", DEEP_DEFAULTS))
+                for key, v in defaults.items() if rows.get(table, {}).get(key) != _toml(v)]
+    for table, defaults in (("llm", {**DEFAULTS["llm"], **LLM_DEFAULTS}), ("deep", DEEP_DEFAULTS)):
+        problems += [f"[{table}] {key}: documented but no plugin reads it"
+                     for key in set(rows.get(table, {})) - set(defaults)]
     assert not problems, "\n".join(problems)
 
 

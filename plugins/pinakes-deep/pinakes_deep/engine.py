@@ -1,6 +1,6 @@
-"""``pnk ask``: one synthesis call, or with ``deep`` the bounded loop of the design.
+"""``pnk ask``: one synthesis call, or with ``deep`` the bounded loop of the design (docs/design.md, "The paid path").
 
-The loop, written from the design's description of the paid path:
+The loop, written from the design's description:
 
 * **Round 0** is the free pipeline. Its calibrated confidence gates the rest:
   confident, or not ``deep``, means exactly one synthesis call.
