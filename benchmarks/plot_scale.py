@@ -47,7 +47,8 @@ def main() -> None:
     x = [r["chunks"] for r in rows]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
     series = [
-        ("first sync (s, fake embedder)", [r["sync_s"] for r in rows], None),
+        ("first sync (s, fake embedder)", [r["sync_s"] for r in rows],
+         ("CPU", [r["sync_cpu_s"] for r in rows])),
         ("warm search p50 (ms)", [r["search_p50_ms"] for r in rows],
          ("CPU p50", [r["search_cpu_p50_ms"] for r in rows])),
         ("RSS of the search process (MB)", [r["rss_mb"] for r in rows], None),
@@ -59,6 +60,7 @@ def main() -> None:
             ax.plot(x, extra[1], marker="s", linestyle="--", label=extra[0])
             ax.legend(fontsize=8)
         ax.set_xscale("log")
+        ax.set_yscale("log")  # log-log: a straight line of slope 1 is linear growth
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("chunks", fontsize=8)
         ax.grid(True, alpha=0.3)

@@ -387,6 +387,8 @@ def section_embed_sweep(work: Path, n_chunks: int) -> dict[str, Any]:
                      "cpu_ms_per_chunk": round(cpu / len(texts) * 1000, 1),
                      "loadavg": round(load, 2)})
         log(f"embed sweep: {runs[-1]}")
+        del emb  # one session at a time (each holds ~200 MB of ORT arena)
+        minilm._SESSIONS.clear()
     minilm._session_options = original
     minilm._SESSIONS.clear()
     out["runs"] = runs

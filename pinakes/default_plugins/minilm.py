@@ -169,8 +169,10 @@ def prewarm(wanted: Callable[[], bool] | None = None) -> threading.Thread | None
         try:
             if wanted is not None and not wanted():
                 return
-            _shared_session(_require_file(_locate_model(), MODEL_PACKAGE, "model.onnx"))
+            # The tokenizer first (~0.1 s): the main thread needs it before the
+            # session, and one it finds already loaded is one it does not load again.
             _warm_tokenizer()
+            _shared_session(_require_file(_locate_model(), MODEL_PACKAGE, "model.onnx"))
         except Exception:  # noqa: BLE001 - reported by the first real use instead
             pass
 
