@@ -31,7 +31,7 @@ what the MCP layer (JSON-RPC over pipes, schema validation, text rendering)
 adds.
 
 Results: a printed table and ``benchmarks/results/mcp.json``
-(``mcp-quick.json`` for ``--quick``). DESIGN §11's target: p50 ≤ 25 ms.
+(``mcp-quick.json`` for ``--quick``). The target (docs/performance.md): p50 ≤ 25 ms.
 """
 
 from __future__ import annotations

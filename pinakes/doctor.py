@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .fsutil import WalkProblem, walk_kb
@@ -79,6 +80,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
             _disagreements(d, report)
         report["problems"] = [f"{p}: {m}" for p, m in store.document_problems()]
     report["orphan_sidecars"] = _orphans(kb, sidecar_paths)
+    report["uncommitted_deep_links"] = _uncommitted_deep_links(kb, store)
     # Graph hubs: the highest-degree shared-value nodes; a tag on most documents is
     # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).
     with store.snapshot() as conn:
@@ -236,3 +238,54 @@ def _orphans(kb: KB, known: set[str]) -> list[str]:
             continue  # its document exists but was not indexed (excluded, skipped): not an orphan
         out.append(full_rel)
     return sorted(out)
+
+
+def _uncommitted_deep_links(kb: KB, store: Any) -> list[dict[str, Any]]:
+    """Sidecar links staged by ``pnk ask --deep --write-suggestions`` (``origin: deep``) not in git's HEAD.
+
+    A suggestion becomes an authored link when the user commits it; until then
+    doctor lists it, so it is reviewed rather than forgotten. Outside a git
+    repository every such link is listed.
+    """
+    import subprocess
+
+    from .sidecar import read_sidecar
+
+    with store.snapshot() as conn:
+        rows = [dict(r) for r in conn.execute(
+            "SELECT d.sidecar_path, l.raw, l.rel FROM links l JOIN documents d ON d.doc = l.src_doc"
+            " WHERE l.origin = ? AND l.provenance = 'deep' ORDER BY d.sidecar_path, l.line", (SIDECAR,))]
+    out: list[dict[str, Any]] = []
+    committed: dict[str, set[tuple[str, str]] | None] = {}
+    for r in rows:
+        path = r["sidecar_path"]
+        if path not in committed:
+            try:
+                proc = subprocess.run(["git", "-C", str(kb.root), "show", f"HEAD:./{path}"],
+                                      capture_output=True, text=True, timeout=10)
+            except (OSError, subprocess.SubprocessError):
+                proc = None
+            pairs: set[tuple[str, str]] | None = None
+            if proc is not None and proc.returncode == 0:
+                import tempfile
+
+                with tempfile.TemporaryDirectory() as tmp:
+                    p = Path(tmp) / "head.pnk.yaml"
+                    p.write_text(proc.stdout, encoding="utf-8")
+                    links = read_sidecar(p).links
+                pairs = {(str(x.get("to", "")).strip(), str(x.get("rel", ""))) for x in links
+                         if isinstance(x, dict) and x.get("origin") == "deep"}
+            committed[path] = pairs
+        pairs = committed[path]
+        if pairs is None or (r["raw"], r["rel"]) not in pairs:
+            out.append({"file": path, "to": r["raw"], "rel": r["rel"], "transcript": _transcript_of(kb, path, r["raw"])})
+    return out
+
+
+def _transcript_of(kb: KB, sidecar: str, to: str) -> str:
+    from .sidecar import read_sidecar
+
+    for x in read_sidecar(kb.root / sidecar).links:
+        if isinstance(x, dict) and str(x.get("to", "")).strip() == to and x.get("origin") == "deep":
+            return str(x.get("transcript") or "")
+    return ""

@@ -61,3 +61,40 @@ class EvalError(PinakesError):
 
 class LinkError(PinakesError):
     """A link edit is invalid (bad relation, self-link, a sidecar that cannot be edited)."""
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """One clear line for a storage fault (disk full, read-only, no permission), else None.
+
+    These are not bugs: the machine refused a write or a read. Every truth file is
+    written atomically and the index in one transaction, so the line can promise
+    that nothing was left half-written.
+    """
+    import errno
+    import sqlite3
+
+    where = ""
+    kind = None
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        kind = {errno.ENOSPC: "full", errno.EDQUOT: "full", errno.EFBIG: "full",
+                errno.EROFS: "readonly", errno.EACCES: "denied", errno.EPERM: "denied"}.get(exc.errno or 0)
+    elif isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        if "disk is full" in text or "disk i/o error" in text:
+            kind = "full"
+        elif "readonly" in text or "read-only" in text:
+            kind = "readonly"
+        elif "unable to open database file" in text:
+            kind = "unopenable"
+    if kind == "full":
+        return (f"the disk is full{where}: free some space and run the command again "
+                "(nothing was left half-written; the index keeps its last complete state)")
+    if kind == "readonly":
+        return (f"read-only file system{where}: this command writes the KB's .pinakes/ folder or "
+                "its sidecars (searching a read-only KB works once it has been synced)")
+    if kind == "denied":
+        return f"permission denied{where}: the KB's files or its .pinakes/ folder are not writable by this user"
+    if kind == "unopenable":
+        return "cannot open the index under .pinakes/ (missing, unreadable or on a read-only disk): run `pnk sync`"
+    return None

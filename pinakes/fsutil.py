@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .faults import crash_point
+
 
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write ``path`` so that readers see the old or the new file, never half of one.
@@ -19,12 +21,15 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # The writer's pid in the name lets a later sync remove a temp file that a killed
+    # writer left behind (:func:`is_stray_temp`), and only such a one.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
+        crash_point("atomic-write")  # test equipment: pinakes/faults.py
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
@@ -44,6 +49,26 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+_TEMP_RE = re.compile(r"^\..+\.(\d+)\.[a-z0-9_]{6,}\.tmp$")
+
+
+def is_stray_temp(name: str) -> bool:
+    """True for an :func:`atomic_write` temp file whose writer is dead (killed mid-write)."""
+    m = _TEMP_RE.match(name)
+    if m is None:
+        return False
+    pid = int(m.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 @lru_cache(maxsize=256)
@@ -94,12 +119,15 @@ class WalkProblem:
 
 
 def walk_kb(
-    root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem]
+    root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem],
+    strays: list[tuple[str, str]] | None = None,
 ) -> Iterator[tuple[str, Path]]:
     """Yield ``(relative posix path, absolute path)`` of every included file.
 
     Symlinks are followed only while they resolve inside ``root``; a link that
-    leaves the KB or loops is reported in ``problems`` and never read.
+    leaves the KB or loops is reported in ``problems`` and never read. With
+    ``strays``, temp files left by a killed :func:`atomic_write` are collected
+    there as ``(relative path, absolute path)`` for the caller to remove.
     """
     root = root.resolve()
     seen_dirs: set[str] = set()
@@ -127,6 +155,9 @@ def walk_kb(
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             path = entry.path
+            if strays is not None and entry.name.endswith(".tmp") and is_stray_temp(entry.name):
+                strays.append((rel, path))
+                continue
             is_link = entry.is_symlink()
             if is_link:
                 target = os.path.realpath(path)

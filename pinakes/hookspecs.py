@@ -26,7 +26,10 @@ def register_embedders(register):  # type: ignore[no-untyped-def]
     and the methods ``count_tokens(texts) -> list[int]``,
     ``embed(texts, *, batch_size=32, progress=None) -> numpy.ndarray`` of shape
     ``(n, dim)`` float32 with L2-normalised rows, and
-    ``embed_query(text) -> numpy.ndarray`` of shape ``(dim,)``.
+    ``embed_query(text) -> numpy.ndarray`` of shape ``(dim,)``. An optional
+    class attribute ``thread_safe = True`` promises that ``embed_query`` may
+    run on another thread while the caller works: search then embeds the
+    query while the FTS5 query runs.
     ``[embedding] model`` in ``pinakes.toml`` selects one by ``id``.
     """
 
@@ -76,6 +79,12 @@ def register_llm_backends(register):  # type: ignore[no-untyped-def]
     table, ``price(model) -> (eur_per_1k_input, eur_per_1k_output)`` so the
     budget can reserve a call's worst case before making it, and
     ``complete(messages, *, max_tokens) -> (text, input_tokens, output_tokens)``.
+    Optional, used by the budget when present: ``count_tokens(messages) -> int``
+    (an upper bound on the request's input tokens; the budget never reserves
+    less than its own UTF-8-byte bound) and ``attempt(messages, *, max_tokens,
+    purpose) -> Completion`` (one try, no retries, raising
+    ``pinakes_deep.backends.Transient`` for a retryable failure), which lets
+    the budget reserve and settle each attempt; see plugins/pinakes-deep.
     """
 
 

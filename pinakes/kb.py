@@ -63,8 +63,12 @@ class KB:
         return cls(load_config(root))
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str] = ".", name: str | None = None) -> KB:
-        """Create ``pinakes.toml`` (never overwriting one) and ignore ``.pinakes/`` in git."""
+    def init(cls, path: str | os.PathLike[str] = ".", name: str | None = None,
+             template: str | None = None) -> KB:
+        """Create ``pinakes.toml`` (never overwriting one) and ignore ``.pinakes/`` in git.
+
+        ``template`` (see :mod:`pinakes.templates`) adds its seed schema to the file.
+        """
         root = Path(path).expanduser().resolve()
         if root.exists() and not root.is_dir():
             raise KBNotFound(f"{root} is not a folder")
@@ -73,7 +77,12 @@ class KB:
         if cfg.exists():
             raise KBNotFound(f"{cfg} already exists; not overwriting it")
         slug = slugify(name or root.name)
-        atomic_write(cfg, TEMPLATE.format(name=slug))
+        text = TEMPLATE.format(name=slug)
+        if template:
+            from .templates import apply_template
+
+            text = apply_template(text, template)
+        atomic_write(cfg, text)
         gi = root / ".gitignore"
         lines = gi.read_text(encoding="utf-8").splitlines() if gi.exists() else []
         if not any(line.strip() in (GITIGNORE_LINE, ".pinakes", "/.pinakes/") for line in lines):
@@ -94,14 +103,33 @@ class KB:
             available = plugins.get_embedders()
             wanted = self.config.embedder_id
             if wanted not in available:
+                from .extras import not_installed
+
                 known = ", ".join(sorted(available)) or "none"
-                raise UnknownEmbedder(f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
+                missing = not_installed("embedder", wanted)
+                raise UnknownEmbedder(f"[embedding] model: {missing}" if missing else
+                                      f"unknown embedder {wanted!r} in [embedding] model (installed: {known})")
             self._embedder = available[wanted]()
         return self._embedder
 
     def graph_channels(self) -> dict[str, Any]:
         """Installed graph channels by name."""
         return plugins.get_graph_channels()
+
+    def channel_name(self, requested: str | None = None) -> str:
+        """The graph channel a search uses: ``requested``, else ``[retrieval] graph_channel``.
+
+        ``"auto"`` (the default) is the installed channel that declares itself
+        the default (``default_channel = True``: the ``ppr`` plugin, which passes
+        the default-on gate on every dev set), or ``"off"`` when none is
+        installed, so a core-only install searches exactly as before.
+        """
+        name = str(self.config.retrieval["graph_channel"]) if requested is None else requested
+        if name == "auto":
+            picks = sorted(n for n, c in self.graph_channels().items()
+                           if getattr(c, "default_channel", False))
+            return picks[0] if picks else "off"
+        return name or "off"
 
     @property
     def signature(self) -> str:
@@ -136,10 +164,16 @@ class KB:
         for this KB (its settings); one that ``supersedes`` others replaces them.
         """
         from .errors import ConfigError
+        from .extras import not_installed
 
         switches = self.config.section("graph")
+        installed = plugins.get_edge_derivers()
+        for name, on in switches.items():
+            missing = on is True and name not in installed and not_installed("edge deriver", name)
+            if missing:  # asked for, known, absent: building without it would mislead
+                raise ConfigError(f"[graph] {name} = true, but the {missing}")
         out: dict[str, Any] = {}
-        for name, deriver in plugins.get_edge_derivers().items():
+        for name, deriver in installed.items():
             on = switches.get(name, getattr(deriver, "default_enabled", True))
             if not isinstance(on, bool):
                 raise ConfigError(f"[graph] {name} should be true or false, got {on!r}")
@@ -179,8 +213,8 @@ class KB:
         """The vector matrix of the store's current generation (reloaded after a sync)."""
         gen = store.generation
         if self._dense is None or self._dense.generation != gen:
-            ids, matrix = store.load_vectors(self.embedder.dim)
-            self._dense = DenseIndex(gen, ids, matrix)
+            ids, codes, scale = store.load_vectors(self.embedder.dim)
+            self._dense = DenseIndex(gen, ids, codes, scale)
         return self._dense
 
     def graph_index(self, store: Store) -> Any:
@@ -250,6 +284,8 @@ class KB:
             out["vectors"] = conn.execute(
                 "SELECT count(*) FROM chunks WHERE vec IS NOT NULL"
             ).fetchone()[0]
+            # A first sync commits documents before embedding them (sync.py phase 4).
+            out["embedding_pending"] = int(store.get_meta("embedding_pending") or 0)
             last = store.get_meta("last_sync")
             out["last_sync"] = (
                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None
@@ -429,7 +465,7 @@ class KB:
 
     def links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
               query: str | None = None) -> dict[str, Any]:
-        """A document's typed neighbourhood: the ``pinakes_links`` structure of DESIGN §6.
+        """A document's typed neighbourhood: the ``pinakes_links`` structure (docs/links.md).
 
         ``{neighbours: [{doc_id, title, rel, direction, distance, score}], frontier:
         [{doc_id, rel}], unresolved: [{target, reason}], confidence, truncated, depth}``

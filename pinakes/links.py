@@ -16,7 +16,7 @@ MCP tool ``pinakes_links``:
    re-resolved, so a no-op sync costs nothing here. Targets in *other* KBs
    of the fleet are looked up when links are read (:class:`FleetLookup`),
    because those KBs change on their own schedule.
-3. *Traversal* (:func:`walk`): the contract of DESIGN §6 ``pinakes_links``.
+3. *Traversal* (:func:`walk`): the contract of ``pinakes_links`` (docs/links.md).
 
 A target outside the KB is found by path arithmetic (``os.path.normpath`` of
 the KB-relative path) and by reading the in-KB symlinks on the way; the target
@@ -590,7 +590,7 @@ class _Edge:
 
 def walk(kb: KB, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
          query: str | None = None) -> LinkResult:
-    """Breadth-first over resolved links from ``doc`` (see DESIGN §6 ``pinakes_links``)."""
+    """Breadth-first over resolved links from ``doc`` (the ``pinakes_links`` contract, docs/links.md)."""
     if direction not in DIRECTIONS:
         raise QueryError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     if isinstance(depth, bool) or not isinstance(depth, int):
@@ -674,7 +674,7 @@ class _Walk:
         ids = np.asarray(chunk_ids, dtype=np.int64)
         rows = self.dense.row_of(ids)
         ok = (rows < len(self.dense.ids)) & (self.dense.ids[np.minimum(rows, len(self.dense.ids) - 1)] == ids)
-        cos = self.dense.matrix[rows[ok]] @ self.qv
+        cos = self.dense.vectors(rows[ok]) @ self.qv
         for owner, c in zip(np.asarray(owners)[ok], cos, strict=True):
             if float(c) > self.scores.get(str(owner), -2.0):
                 self.scores[str(owner)] = float(c)
@@ -910,8 +910,12 @@ def written_form(kb: KB, src_path: str, dst: str, target: dict[str, Any] | None)
             return f"pnk://{target['doc_id']}"
         return relative_to(src_path, target["path"])
     if _SCHEME.match(given):
-        if given.split(":", 1)[0].lower() not in ("pnk", "kb"):
+        scheme = given.split(":", 1)[0].lower()
+        if scheme not in ("pnk", "kb"):
             raise LinkError(f"{given!r} is not a document link (use a path, pnk://ULID or kb://name/path)")
+        inner = given.split(":", 1)[1].lstrip("/").partition("/")[2].replace("\\", "/")
+        if scheme == "kb" and is_outside(posixpath.normpath(inner or ".")):
+            raise LinkError(f"{given!r} climbs out of its knowledge base")
         return given
     if is_ulid(given.upper()):
         return f"pnk://{given.upper()}"
@@ -920,7 +924,9 @@ def written_form(kb: KB, src_path: str, dst: str, target: dict[str, Any] | None)
             f"no document {given!r}; a dangling link needs a path to the future file "
             "(e.g. notes/idea.md), a pnk://ULID or a kb://name/path.md"
         )
-    rel = kb._relative(given)
+    # A backslash is a separator to the link reader (kb_path), so it is one here too:
+    # "..\\x.md" must be refused like "../x.md", not written as an in-KB file name.
+    rel = kb._relative(given.replace("\\", "/"))
     if rel is None or is_outside(rel):
         raise LinkError(f"{given!r} is outside the knowledge base")
     return relative_to(src_path, rel)
@@ -937,7 +943,7 @@ def _editable_sidecar(kb: KB, src_row: dict[str, Any]) -> Any:
 
     rel = src_row["sidecar_path"]
     path = kb.root / rel
-    sc = read_sidecar(path, display=rel)
+    sc = read_sidecar(path, display=rel, root=kb.root)
     if not sc.exists:
         atomic_write(path, skeleton(src_row["ulid"], src_row["title"]))
         sc = read_sidecar(path, display=rel)

@@ -9,6 +9,7 @@ can be salvaged.
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -137,9 +138,18 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def read_sidecar(path: Path, display: str | None = None) -> Sidecar:
-    """Parse a sidecar; problems become ``Sidecar.error`` with ``file:line``, never an exception."""
+def read_sidecar(path: Path, display: str | None = None, root: Path | None = None) -> Sidecar:
+    """Parse a sidecar; problems become ``Sidecar.error`` with ``file:line``, never an exception.
+
+    With ``root`` (the KB folder), a sidecar that is a symlink resolving outside
+    it is reported and never opened: its text would otherwise be indexed and
+    served as this document's metadata (a read outside the KB).
+    """
     shown = display or str(path)
+    if root is not None and os.path.lexists(path):
+        real, base = os.path.realpath(path), os.path.realpath(root)
+        if not real.startswith(base + os.sep):
+            return Sidecar(path, error=f"{shown}:1: symlink points outside the knowledge base; not read")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -157,10 +167,11 @@ def read_sidecar(path: Path, display: str | None = None) -> Sidecar:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
         return _salvage(path, text, f"{shown}:{line}: {problem}")
     except YAMLError as exc:
-        return _salvage(path, text, f"{shown}:1: {exc}")
+        # ruamel's message runs over several lines ("...\n  in <unicode string>"): keep the first.
+        return _salvage(path, text, f"{shown}:1: {(str(exc).strip().splitlines() or ['invalid YAML'])[0]}")
     if data is None:
         data = _commented_map()
     if not isinstance(data, dict):

@@ -120,7 +120,7 @@ def mcp_kb(make_kb, tmp_path: Path) -> KB:
 
 def _env() -> dict[str, str]:
     env = {"PINAKES_USER_PATH": os.environ["PINAKES_USER_PATH"]}
-    for key in ("PINAKES_LOAD_PLUGINS", "HOME", "PATH", "TMPDIR"):
+    for key in ("PINAKES_CACHE_DIR", "PINAKES_LOAD_PLUGINS", "HOME", "PATH", "TMPDIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -227,7 +227,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     lenses = ok(await call("pinakes_read", {"doc_id": "guide/lenses.md"}))
     assert {(link["to"], link["rel"]) for link in lenses["links"]} >= {("intro.md", "extends")}
 
-    # pinakes_links: depth 10 is capped at 3 and says so; the DESIGN §6 structure
+    # pinakes_links: depth 10 is capped at 3 and says so; the documented structure
     links = ok(await call("pinakes_links", {"doc_id": LENSES_ID, "depth": 10}))
     assert links["depth"] == 3
     assert any("capped at 3" in n for n in links["notes"] + [links.get("note") or ""])

@@ -14,11 +14,21 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import PinakesError
+from ..errors import PinakesError, storage_problem
 
 
 class PinakesGroup(click.Group):
     """Turns typed Pinakes errors into one clear line and a non-zero exit."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """A plugin's command that is not installed names the extra that installs it."""
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            from ..extras import not_installed
+
+            missing = not_installed("command", args[0])
+            if missing:
+                ctx.fail(missing)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -40,6 +50,9 @@ class PinakesGroup(click.Group):
         except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
             if os.environ.get("PINAKES_RAISE_ERRORS"):
                 raise
+            storage = storage_problem(exc)  # disk full, read-only, permissions: not a bug
+            if storage is not None:
+                raise click.ClickException(storage) from None
             raise click.ClickException(
                 f"unexpected {type(exc).__name__}: {exc} "
                 "(set PINAKES_RAISE_ERRORS=1 for the traceback, and please report it)"
@@ -59,6 +72,8 @@ def cli() -> None:
 
 
 from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    ask,  # noqa: F401  (pnk ask: an install hint until pinakes-deep replaces it)
+    cache,  # noqa: F401  (pnk cache)
     core,  # noqa: F401  (init, sync, status, search, show, plugins)
     doctor,  # noqa: F401  (pnk doctor)
     eval,  # noqa: F401  (pnk eval)
@@ -90,7 +105,40 @@ def load_plugin_commands() -> None:
             )
 
 
+def _prewarm_embedder(argv: list[str]) -> None:
+    """For ``pnk search``: start creating the default embedder's ONNX session now.
+
+    It takes ~0.5 s and mostly runs outside the GIL, so it overlaps plugin
+    loading and opening the store (docs/performance.md). Skipped when the KB's
+    ``[embedding] model`` is another embedder, or ``PINAKES_PREWARM=0``.
+    """
+    if len(argv) < 2 or argv[1] != "search" or os.environ.get("PINAKES_PREWARM") == "0":
+        return
+    from ..default_plugins import minilm
+
+    def wanted() -> bool:
+        from ..config import find_kb_root, load_config
+
+        kb_arg = os.environ.get("PINAKES_KB")
+        for i, arg in enumerate(argv):
+            if arg == "--kb" and i + 1 < len(argv):
+                kb_arg = argv[i + 1]
+            elif arg.startswith("--kb="):
+                kb_arg = arg[5:]
+        from pathlib import Path
+
+        if kb_arg and not Path(kb_arg).is_dir():
+            # A fleet name (no path separator) most likely uses the default embedder
+            # too; a path that is not a folder is an error the command will report.
+            return kb_arg != "all" and "/" not in kb_arg and not kb_arg.startswith(".")
+        root = find_kb_root(Path(kb_arg) if kb_arg else None)
+        return load_config(root).embedder_id == minilm.MiniLMEmbedder.id
+
+    minilm.prewarm(wanted)
+
+
 def main() -> None:
     """Console-script entry point."""
+    _prewarm_embedder(sys.argv)
     load_plugin_commands()
     cli(prog_name="pnk")

@@ -44,13 +44,16 @@ def echo_json(data: Any) -> None:
 @cli.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--name", help="KB name (a slug, unique in your fleet). Default: the folder name.")
-def init(directory: Path, name: str | None) -> None:
+@click.option("--template", type=click.Choice(["research-papers", "software-docs"]),
+              help="Add the template's seed schema ([schema]: entity, relation and attribute types), "
+                   "quoted verbatim in every `pnk ask --deep` prompt.")
+def init(directory: Path, name: str | None, template: str | None = None) -> None:
     """Make DIRECTORY (default: here) a knowledge base: writes pinakes.toml.
 
     Also adds `.pinakes/` (the derived, disposable index) to .gitignore.
     Refuses to overwrite an existing pinakes.toml.
     """
-    kb = KB.init(directory, name=name)
+    kb = KB.init(directory, name=name, template=template)
     click.echo(f"Created {kb.root / 'pinakes.toml'} (kb name: {kb.name}).")
     click.echo("Next: `pnk sync` to index it, then `pnk search \"...\"`.")
 
@@ -88,16 +91,27 @@ class _Progress:
 @click.option("--rebuild", is_flag=True, help="Drop the index and rebuild it (embeddings stay cached).")
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another running sync.")
 @click.option("-q", "--quiet", is_flag=True, help="Print problems and the summary only.")
+@click.option("--watch", is_flag=True,
+              help="Keep syncing as files change, until Ctrl-C (docs/watch.md). With --json: one "
+                   "JSON object per line per sync.")
 @json_option
-def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bool) -> None:
+def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bool,
+         json_: bool) -> None:
     """Index what changed since the last sync. Free: no LLM ever runs here.
 
     Unchanged files cost a stat; changed ones are re-chunked and re-embedded
     (cached vectors are reused). Documents without a sidecar get one with a
-    fresh id. Problems (malformed files, links out of the KB, ...) are listed
-    and never stop the rest of the KB from syncing.
+    fresh id; a document moved without its sidecar (git mv, mv) takes its old
+    one along and keeps its id. Problems (malformed files, links out of the
+    KB, ...) are listed and never stop the rest of the KB from syncing.
     """
     kb = open_kb(kb_path)
+    if watch:
+        from .watching import sync_watch
+
+        if rebuild:
+            raise click.UsageError("--rebuild and --watch: rebuild first, then watch")
+        return sync_watch(kb, quiet, json_)
     progress = _Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
     try:
         report = kb.sync(rebuild=rebuild, progress=progress, lock_wait=wait)
@@ -111,6 +125,8 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bo
             click.echo(f"  new sidecar {rel}")
         if len(report.sidecars_created) > 20:
             click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
+        for old, new in report.renamed[:20]:
+            click.echo(f"  renamed {old} -> {new}")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
     click.echo(f"{kb.name}: {report.summary()}")
@@ -130,21 +146,31 @@ def _human_bytes(n: int) -> str:
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
     """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    from ..embcache import describe
+
     kb = open_kb(kb_path)
     info = kb.status()
+    info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
+    info["cache_bytes"] = cache["bytes"]
     if json_:
         echo_json(info)
         return
     click.echo(f"{info['name']}  ({info['root']})")
+    cache_line = (f"{cache['entries']} vectors, {_human_bytes(cache['bytes'])} of "
+                  f"{_human_bytes(cache['max_bytes'])} max, in {cache['path']}")
     if not info.get("indexed"):
         click.echo("  not indexed yet: run `pnk sync`")
+        click.echo(f"  {'cache':<10} {cache_line}")
         return
     rows = [
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
-        ("vectors", f"{info['vectors']} x {info['dim']}d"),
+        ("vectors", f"{info['vectors']} x {info['dim']}d"
+                    + (f" (embedding in progress: {info['vectors']:,} of {info['chunks']:,} chunks;"
+                       " an interrupted `pnk sync` resumes it)" if info.get("embedding_pending") else "")),
         ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
+        ("cache", cache_line),
         ("embedder", info["embedder"]),
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
@@ -178,7 +204,7 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
               help="An exact name or phrase to boost lexically (repeatable).")
 @click.option("--concept", "concepts", multiple=True, metavar="Y",
               help="A concept blended into the query's meaning (repeatable).")
-@click.option("--channel", help="Graph channel for this query: off, or an installed one (e.g. expand).")
+@click.option("--channel", help="Graph channel for this query: off, auto (the default: ppr when installed) or an installed one (e.g. expand).")
 @click.option("--chunks", "chunks", is_flag=True,
               help="List the k best chunks (sections) one by one, as the MCP tool returns them, "
                    "instead of grouping them by document.")
@@ -196,21 +222,34 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     from ..search import DOCUMENT_CHUNKS, documents_result
 
     refs = list(kb_paths) or ([os.environ["PINAKES_KB"]] if os.environ.get("PINAKES_KB") else [])
-    kbs = open_kbs(refs)
+    skipped: list[dict[str, str]] = []
+    kbs = open_kbs(refs, skipped=skipped)
     want = k or int(kbs[0].config.retrieval["k"])
+
+    def warn(result: Any) -> None:
+        for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
+            click.echo(f"pnk search: warning: skipped {s['kb']}: {s['reason']}", err=True)
+
+    def notice(result: Any) -> None:
+        if getattr(result, "notice", None):  # a first sync is still embedding: say what is missing
+            click.echo(click.style(f"Note: {result.notice}", fg="yellow"), err=True)
+
     if chunks:
-        result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel)
+        result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
+                             skipped=skipped)
+        warn(result)
+        notice(result)
         if json_:
             echo_json(result.to_dict())
             return
         _print_chunks(result, several=len(kbs) > 1)
         return
     # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
-    grouped = documents_result(
-        search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities, concepts=concepts,
-                    channel=channel, graph_roots=want),
-        want,
-    )
+    raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
+                      concepts=concepts, channel=channel, graph_roots=want, skipped=skipped)
+    warn(raw)
+    notice(raw)
+    grouped = documents_result(raw, want)
     if json_:
         echo_json(grouped.to_dict())
         return
@@ -354,3 +393,25 @@ def plugins_cmd(all_: bool, json_: bool) -> None:
         others = [h for h in p["hooks"] if h not in p["registers"]]
         if others:
             click.echo(f"  hooks: {', '.join(others)}")
+    missing = _missing_extras()
+    if missing:
+        click.echo("Not installed: " + "; ".join(f"{extra} ({', '.join(names)})"
+                                                  for extra, names in missing.items()))
+
+
+def _missing_extras() -> dict[str, list[str]]:
+    """``pip install 'pinakes[extra]'`` -> what it would add, for extras not installed."""
+    import importlib.metadata
+
+    from ..extras import PROVIDERS, install_command
+
+    out: dict[str, list[str]] = {}
+    for names in PROVIDERS.values():
+        for name, (dist, extra) in names.items():
+            try:
+                importlib.metadata.distribution(dist)
+            except importlib.metadata.PackageNotFoundError:
+                out.setdefault(install_command(extra), [])
+                if name not in out[install_command(extra)]:
+                    out[install_command(extra)].append(name)
+    return out

@@ -60,6 +60,10 @@ def doctor(kb_path: str | None, json_: bool) -> None:
              [f"{d['file']}: entry {d['entry']}: {d['message']}" for d in r["bad_link_entries"]],
              counts["bad_link_entries"], "yellow")
     _section("sync problems", r["problems"], counts["problems"], "yellow")
+    deep = r.get("uncommitted_deep_links", [])
+    _section("links suggested by `pnk ask --deep` (origin: deep), not yet committed: review and commit",
+             [f"{d['file']}: -> {d['to']} ({d['rel']}, transcript {d['transcript']})" for d in deep],
+             len(deep))
     _section("documents with no links (consider `pnk link`)", r["zero_links"], counts["zero_links"])
     if r.get("hubs"):
         click.echo("  graph hubs (highest degree)")

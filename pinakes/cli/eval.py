@@ -40,23 +40,33 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for materialised datasets (default: $XDG_CACHE_HOME/pinakes/datasets).")
 @click.option("--graph", "graph", multiple=True, metavar="DERIVER",
-              help="With --dataset: switch on an edge deriver in its KB ([graph] DERIVER = true), "
-                   "e.g. mentions or ner; repeatable. (A --golden KB uses its own pinakes.toml.)")
+              help="With --dataset: switch an edge deriver on in its KB ([graph] DERIVER = true), "
+                   "e.g. ner, or off with !DERIVER (e.g. !mentions, on by default); repeatable. "
+                   "(A --golden KB uses its own pinakes.toml.)")
+@click.option("--init", "init", is_flag=True,
+              help="Write a starter golden set (golden/questions.yaml, or --golden FILE) from the "
+                   "KB's own documents, to edit by reading them; refuses to overwrite.")
+@click.option("--deep", is_flag=True,
+              help="Run each question through `pnk ask --deep` (paid; pinakes[deep]) and report "
+                   "calls, tokens, EUR per question and cited-document recall per class.")
+@click.option("-y", "--yes", is_flag=True, help="With --deep: do not ask before spending.")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
-             graph: tuple[str, ...], json_: bool) -> None:
+             graph: tuple[str, ...], init: bool, json_: bool, deep: bool = False,
+             yes: bool = False) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
+    pnk eval --init                      (a starter golden set to edit)
     pnk eval --golden golden/questions.yaml --kb my-kb
     pnk eval --dataset ../bench/2wiki --matrix bm25,dense,off --json
     pnk eval --kb my-kb --calibrate --report eval.html
 
     Every setting runs through the same search users run; cost is €0.00
-    (the free path). Graph settings are judged by research §9's gates
-    against the `off` baseline.
+    (the free path). Graph settings are judged against the `off` baseline by
+    the gates (docs/design.md, "The gates").
     """
     from ..evaluation.calibration import (
         calibration_path,
@@ -69,6 +79,11 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     from ..evaluation.report import render_html
     from ..evaluation.runner import Setting, parse_matrix, run_eval
 
+    if init:
+        if dataset_path or matrix or calibrate or report_path:
+            raise click.UsageError("--init only writes a starter golden set; run `pnk eval` after it")
+        _init_golden(kb_path, golden_path, json_)
+        return
     if golden_path and dataset_path:
         raise click.UsageError("give --golden or --dataset, not both")
     if dataset_path and kb_path:
@@ -110,9 +125,17 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     source["questions"] = len(questions)
     if len(questions) < total:
         source["sampled_from"] = total
+    if deep:  # the paid path's eval lives with the paid path (plugins/pinakes-deep)
+        try:
+            from pinakes_deep.evaluate import eval_command
+        except ImportError:
+            raise click.ClickException("pnk eval --deep needs the paid-path plugin: "
+                                       "pip install 'pinakes[deep]'") from None
+        eval_command(kb, questions, relevant, source, json_=json_, yes=yes)
+        return
 
     channels = kb.graph_channels()
-    default_name = str(kb.config.retrieval["graph_channel"] or "off")
+    default_name = kb.channel_name()
     settings = parse_matrix(matrix or default_name, channels)
     calib_setting = next((s for s in settings if s.channel == (default_name if default_name in channels
                                                                  else "off")
@@ -150,8 +173,8 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
                                 source=f"{source['kind']} {_shown(source['path'], kb.root)} "
                                 f"({calib_setting.name})",
                                 prior=shipped_prior(kb.config.embedder_id),
-                                lists=("dense", "lexical") if calib_setting.channel == "off"
-                                else ("dense", "graph", "lexical"))
+                                graph="" if calib_setting.channel == "off"
+                                else calib_setting.channel)
         target = calibration_out or write_target(kb)
         fit.calibration.save(target)
         run.calibration, run.calibration_path = fit, str(target)
@@ -179,6 +202,25 @@ def _shown(path: str, root: Path) -> str:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return Path(path).name
+
+
+def _init_golden(kb_path: str | None, golden_path: Path | None, json_: bool) -> None:
+    """``pnk eval --init``: write the starter golden set, never over an existing file."""
+    from ..evaluation.golden import starter_golden
+
+    kb = open_kb(kb_path)
+    target = golden_path or kb.root / "golden" / "questions.yaml"
+    if target.exists():
+        raise click.UsageError(f"{target} already exists: edit it, or pass --golden NEWFILE")
+    text, n = starter_golden(kb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, text)
+    if json_:
+        echo_json({"path": str(target), "questions": n})
+        return
+    click.echo(f"Wrote {target}: {n} starter questions (a document's title and a heading each).")
+    click.echo("Rewrite them by reading the documents, add multi-hop and unanswerable ones, "
+               "then run `pnk eval`.")
 
 
 def _golden_kb(kb_path: str | None, golden_path: Path | None) -> KB:

@@ -1,4 +1,4 @@
-"""``pnk fleet``: register knowledge bases by name (DESIGN §7)."""
+"""``pnk fleet``: register knowledge bases by name (docs/links.md, "The fleet")."""
 
 from __future__ import annotations
 

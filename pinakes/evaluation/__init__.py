@@ -9,7 +9,7 @@ it measures is what users run.
   once into a cached KB;
 * :mod:`.metrics` — recall@k, all-evidence recall, MRR, abstention, latency;
 * :mod:`.runner` — the settings matrix, run side by side;
-* :mod:`.reach` — the channel-reachable ceiling of research §9;
+* :mod:`.reach` — the channel-reachable ceiling of the gates;
 * :mod:`.gates` — the default-on gates, as a pure function;
 * :mod:`.calibration` — calibrated confidence (NumPy logistic regression);
 * :mod:`.report` — the self-contained HTML report.

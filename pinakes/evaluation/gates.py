@@ -1,4 +1,4 @@
-"""The default-on gates of research §9, as a pure function of the measured numbers.
+"""The default-on gates (docs/design.md, "The gates"), as a pure function of the measured numbers.
 
 * **``<channel>`` default-on** (every graph channel in the matrix, against the
   ``off`` baseline): multi-hop recall@k up, simple-lookup recall@k unchanged
@@ -7,7 +7,7 @@
 * **``ppr`` implemented at all** (read from ``expand``): expansion's multi-hop
   recall sits at least 5 points below the channel-reachable ceiling. The
   beyond-2-hop and membership-only shares are reported beside it, because the
-  decision weighs all three (research §9).
+  decision weighs all three.
 
 Recall here is HippoRAG's recall@k as fractions (0.005 is half a point).
 """
@@ -71,7 +71,7 @@ def _delta(metrics: Metrics, setting: str, baseline: str, group: str, key: str) 
 
 def default_on_gate(metrics: Metrics, setting: str, baseline: str = "off",
                     tol: GateTolerances = DEFAULT_TOLERANCES) -> GateVerdict:
-    """Research §9's gate for switching a graph channel on by default."""
+    """The gate for switching a graph channel on by default."""
     key = f"recall@{tol.k}"
     multi = _delta(metrics, setting, baseline, "multi-hop", key)
     simple = _delta(metrics, setting, baseline, "simple", key)
@@ -100,7 +100,7 @@ def default_on_gate(metrics: Metrics, setting: str, baseline: str = "off",
 
 def ppr_gate(metrics: Metrics, setting: str, reach: Mapping[str, Any] | None,
              tol: GateTolerances = DEFAULT_TOLERANCES) -> GateVerdict:
-    """Research §9's gate for implementing PPR, read from the expansion channel's numbers."""
+    """The gate for implementing PPR, read from the expansion channel's numbers."""
     gate = "ppr implemented at all"
     if not reach or not reach.get("available"):
         reason = (reach or {}).get("reason") or "n/a (no reachability numbers)"
@@ -121,7 +121,7 @@ def ppr_gate(metrics: Metrics, setting: str, reach: Mapping[str, Any] | None,
                      "the gate is blind to exactly what PPR's diffusion could reach")
     if member is not None and member > tol.dominates:
         notes.append(f"membership-only evidence dominates what the seeds miss ({member:.0%}): "
-                     "revisit the §3 membership exclusion before implementing PPR")
+                     "revisit the membership exclusion before implementing PPR")
     if gap >= tol.ppr_gap:
         return GateVerdict(gate, setting, "pass",
                            f"expansion sits {gap * 100:.1f} pt below the ceiling: PPR's mandate",

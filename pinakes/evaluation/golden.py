@@ -210,3 +210,61 @@ def _resolve_one(ref: str, by_path: Mapping[str, int], by_ulid: Mapping[str, lis
     if norm in by_path:
         return by_path[norm]
     return "is not an indexed document (paths are relative to the KB root)"
+
+
+STARTER_HEADER = """\
+# A starter golden set, written by `pnk eval --init` from this KB's own documents: one
+# lookup per document, its title and one of its section headings, so `pnk eval` runs
+# today. Titles and headings are easy for search to find, so these numbers are a smoke
+# test, not a measure of quality. Replace each question with one written by READING the
+# document (never by searching), add multi-hop and unanswerable questions, keep the ids
+# stable, and commit the file. The format, the classes and the rules: golden/README.md in
+# the Pinakes repository.
+#
+# Examples of the other two classes (uncomment and edit):
+#  - id: m01
+#    question: "A question only two documents together answer"
+#    class: multi-hop
+#    documents: [first/document.md, second/document.md]
+#  - id: u01
+#    question: "A plausible question that no document answers"
+#    class: unanswerable
+#    documents: []
+version: 1
+questions:
+"""
+
+
+def starter_golden(kb: KB, n: int = 10) -> tuple[str, int]:
+    """A starter golden set (YAML text) from the KB's indexed documents, and its size.
+
+    Why it exists: ``pnk eval`` needs a golden set, and an empty page is where most
+    never get written. The starter takes up to ``n`` documents spread evenly over
+    the KB (by path, so the same KB gives the same file) and asks, for each, for
+    its title plus one section heading. It reads the index's document and chunk
+    tables only and never runs a search: the rule of golden sets (questions come
+    from reading, not from the engine) holds for the starter too.
+    """
+    import json
+
+    store = kb.reader()
+    with store.snapshot() as conn:
+        docs = conn.execute("SELECT doc, path, title FROM documents ORDER BY path").fetchall()
+        if not docs:
+            raise GoldenSetError("the knowledge base has no indexed documents to start a golden "
+                                 "set from: add Markdown files and run `pnk sync`")
+        step = max(1, len(docs) / max(1, n))
+        picked = [docs[int(i * step)] for i in range(min(n, len(docs)))]
+        lines = [STARTER_HEADER]
+        for i, (doc, path, title) in enumerate(picked, 1):
+            headings = [json.loads(r[0]) for r in conn.execute(
+                "SELECT heading_path FROM chunks WHERE doc = ? ORDER BY ordinal", (doc,))]
+            section = next((h[-1] for h in headings if h and h[-1].strip() and
+                            h[-1].strip().lower() != str(title).strip().lower()), "")
+            question = f"{title}: {section}" if section else str(title)
+            lines.append(f"  - id: s{i:02d}\n"
+                         f"    question: {json.dumps(question, ensure_ascii=False)}\n"
+                         f"    class: simple\n"
+                         f"    documents: [{json.dumps(path, ensure_ascii=False)}]\n"
+                         f"    notes: starter (title and heading); rewrite by reading the document\n")
+    return "".join(lines), len(picked)

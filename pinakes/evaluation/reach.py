@@ -1,4 +1,4 @@
-"""The channel-reachable ceiling of research §9: what the graph could reach from the seeds.
+"""The channel-reachable ceiling (docs/design.md, "The gates"): what the graph could reach from the seeds.
 
 For each multi-hop question, the seeds are the fused top-k chunks (the roots a
 graph channel receives). Every evidence document falls in one of four bins:
@@ -9,7 +9,7 @@ graph channel receives). Every evidence document falls in one of four bins:
     within 2 logical hops of a seed, by a path the channel may return;
 ``membership_only``
     within 2 logical hops only through chunks of a seed's own document reached
-    by membership (§3's exclusion forbids the channel to return those, and they
+    by membership (the membership exclusion forbids the channel to return those, and they
     do not spend its fan-out, so paths through them are not the channel's);
 ``beyond``
     not within 2 logical hops at all.
@@ -19,7 +19,7 @@ evidence that is seeded or reachable (comparable with recall@k). The two
 **excluded shares** are the membership-only and beyond-2-hop shares of the
 evidence the seeds miss.
 
-Depth counts logical hops (research §4A): a move from a chunk or document to
+Depth counts logical hops: a move from a chunk or document to
 another chunk or document costs one hop whether it is a direct edge or passes
 through hub nodes (tag, heading, directory, entity); membership (chunk ↔ its
 document) costs nothing. Fan-out caps are deliberately *not* applied: the

@@ -214,7 +214,7 @@ def _tables(run: EvalRun) -> str:
 
 
 def _gates(run: EvalRun) -> str:
-    out = ["<h2>Gates (research §9)</h2>"]
+    out = ["<h2>Gates</h2>"]
     reach = run.reach
     if reach is None:
         out.append("<p class=meta>No reachability numbers (no multi-hop questions or no "

@@ -128,7 +128,11 @@ def parse_setting(text: str, channels: Sequence[str]) -> Setting:
     elif base in channels:
         channel, restrict = base, None
     else:
-        raise EvalError(f"unknown setting {base!r} in --matrix (choose from {', '.join(available(channels))})")
+        from ..extras import not_installed
+
+        missing = not_installed("graph channel", base)
+        raise EvalError(f"--matrix: {missing}" if missing else
+                        f"unknown setting {base!r} in --matrix (choose from {', '.join(available(channels))})")
     for mod in mods:
         if not mod:
             raise EvalError(f"empty modifier in setting {text!r}")

@@ -1,4 +1,4 @@
-"""Adopting a ClaudeKB knowledge base: the one-time write-back ceremony of research §8.
+"""Adopting a ClaudeKB knowledge base: the one-time write-back ceremony.
 
 A ClaudeKB KB (its architecture spec, blueprint v0.x) is ``kb.yml`` (``name``,
 ``title``, ...), ``vocab.yml`` (curated ``types`` and ``tags``), and pages

@@ -7,7 +7,7 @@ chunk whose text names it gets a ``mentions`` edge. See
 :mod:`pinakes_mentions.deriver` for the algorithm, the hub cap and
 near-duplicate linking.
 
-Default off, eval-gated (research §9): enable it per KB with
+Default off, eval-gated (docs/design.md, "The gates"): enable it per KB with
 
 .. code-block:: toml
 

@@ -9,7 +9,7 @@ inside a longer one ("Andy" in "Andy Summers") names someone else and does not
 count. A document's chunks always mention its own title: once for being its
 title, plus once per time their text names it. That turns Obsidian's "unlinked
 mentions" into graph structure: the one free edge class that bridges documents
-which share no folder, tag or link (research §3). On 2Wiki the two rules above
+which share no folder, tag or link. On 2Wiki the two rules above
 (longest match, title once plus mentions) were together worth ~2 points of
 multi-hop R@2 and R@5 over the prototype's rules (docs/benchmarks.md).
 
@@ -23,11 +23,10 @@ through the ``affected`` hook.
 
 **Hub cap.** A name mentioned by more documents than the cap (by default
 0.2% of the documents, and never fewer than 12) gets no edges at all: the
-reference prototype measured that without the cap entity edges *hurt*
-(research/measurements.md). The cap is re-checked every sync, so a name that
+reference prototype measured that without the cap entity edges *hurt*. The cap is re-checked every sync, so a name that
 grows popular loses its edges and the documents naming it are re-derived.
 
-**Weights.** ``count / mentions in the chunk`` (DESIGN §5), times
+**Weights.** ``count / mentions in the chunk`` (docs/design.md, "The graph"), times
 ``[graph] entity_weight`` (1): a chunk that names one entity three times and
 another once gives them 0.75 and 0.25, so a list-like chunk naming forty
 things spreads its weight thin. Entity nodes are not degree-damped by default:
@@ -197,8 +196,9 @@ class MentionsDeriver:
     """
 
     name = "mentions"
-    #: Off unless ``[graph] mentions = true``: entity edges are eval-gated (research §9).
-    default_enabled = False
+    #: On unless ``[graph] mentions = false``: with the ppr channel, title-mention entities
+    #: pass the default-on gate on 2Wiki, docs-dev and the example KB (docs/benchmarks.md).
+    default_enabled = True
     edge_kind = "mentions"
 
     def __init__(self, settings: Settings | None = None, kb: Any = None) -> None:

@@ -17,7 +17,7 @@ on the chunks whose text changed: results are cached by content hash in
 so a rebuild or an unrelated edit runs no NER at all. spaCy is imported only
 when a sync needs it; ``pnk`` commands and plugin discovery stay fast.
 
-Default off, eval-gated (research §9): enable it per KB with
+Default off, eval-gated (docs/design.md, "The gates"): enable it per KB with
 
 .. code-block:: toml
 

@@ -1,6 +1,6 @@
 """Structural edges: the free graph fabric every Markdown KB already has.
 
-Weights follow DESIGN §5. Shared values (a section, a directory, a tag) are
+Weights: docs/design.md, "The graph". Shared values (a section, a directory, a tag) are
 hub nodes marked ``damp``, so each spoke counts 1/degree when read:
 
 =============  ===========================================  ===============

@@ -1,0 +1,268 @@
+"""Concurrency harness: ``pnk serve`` answers a stream of calls while ``pnk sync`` runs again and again.
+
+    python benchmarks/harness_concurrency.py --calls 500            # full size
+    python benchmarks/harness_concurrency.py --calls 80 --docs 12 --min-syncs 3   # about what CI runs
+
+One stdio server and one ``--http`` server (127.0.0.1) serve the same KB; several
+MCP SDK client sessions call ``pinakes_search``, ``pinakes_links`` and
+``pinakes_kbs`` at once, while a loop rewrites a set of *canary* documents (all
+of them carry the same round number) and runs a real ``pnk sync`` after each
+rewrite. The checks:
+
+- zero errors: every call returns a result, never a tool error;
+- one generation per answer: a search for the canary token returns canary chunks
+  that all carry the same round (sync applies a round in one transaction, so a
+  mix would mean an answer read two index generations);
+- ``pinakes_kbs`` generations never go backwards within a client session.
+
+Prints a JSON report with p50/p99 latency per transport; exit status 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+PNK = str(Path(sys.executable).parent / "pnk")
+CANARY = "canarytoken"
+ROUND_RE = re.compile(r"round-(\d+)")
+WORDS = "lantern harbour keeper beacon tide fog signal prism lens rotation gallery tower storm".split()
+
+
+def write_kb(root: Path, docs: int, canaries: int) -> None:
+    root.mkdir(parents=True)
+    (root / "pinakes.toml").write_text('[kb]\nname = "conc"\n', encoding="utf-8")
+    for i in range(docs):
+        body = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(60))
+        link = f"\n\nSee [next](d{(i + 1) % docs:03d}.md).\n" if docs > 1 else "\n"
+        (root / f"d{i:03d}.md").write_text(f"# Doc {i}\n\n{body}{link}", encoding="utf-8")
+    write_canaries(root, canaries, 0)
+
+
+def write_canaries(root: Path, n: int, rnd: int) -> None:
+    for i in range(n):
+        (root / f"canary{i}.md").write_text(
+            f"# Canary {i}\n\n{CANARY} round-{rnd} the keeper logs this round.\n", encoding="utf-8")
+
+
+def env_for(user: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
+    env["PINAKES_USER_PATH"] = str(user)
+    env["PINAKES_CACHE_DIR"] = str(user / "cache")
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(root: Path, user: Path, log: Any) -> AsyncIterator[Any]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=PNK, args=["serve", "--kb", str(root)], env=env_for(user))
+    async with stdio_client(params, errlog=log) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=120)) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latency: dict[str, list[float]] = {}
+        self.errors: list[str] = []
+        self.calls = 0
+        self.mixed: list[str] = []
+        self.rounds_seen: set[int] = set()
+
+    def add(self, transport: str, ms: float) -> None:
+        with self.lock:
+            self.latency.setdefault(transport, []).append(ms)
+            self.calls += 1
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
+
+
+async def client(session: Any, transport: str, calls: int, stats: Stats, canaries: int, seed: int,
+                 synced: dict[str, Any], min_syncs: int) -> None:
+    """``calls`` calls, and more (up to 20x) until ``min_syncs`` syncs ran under the stream."""
+    import random
+
+    rng = random.Random(seed)
+    last_gen = -1
+    i = -1
+    while True:
+        i += 1
+        if i >= calls and (synced.get("syncs", 0) >= min_syncs or i >= calls * 20):
+            break
+        kind = ("canary", "search", "links", "kbs")[i % 4] if i % 3 else "canary"
+        if kind == "canary":
+            name, args = "pinakes_search", {"query": f"{CANARY} keeper round", "k": canaries * 2}
+        elif kind == "search":
+            name, args = "pinakes_search", {"query": " ".join(rng.sample(WORDS, 3)), "k": 5}
+        elif kind == "links":
+            name, args = "pinakes_links", {"doc_id": f"d{rng.randrange(3):03d}.md"}
+        else:
+            name, args = "pinakes_kbs", {}
+        t0 = time.perf_counter()
+        try:
+            result = await session.call_tool(name, args)
+        except Exception as exc:  # noqa: BLE001 - a transport failure is an error to report
+            stats.errors.append(f"{transport} {name}: {type(exc).__name__}: {exc}")
+            continue
+        stats.add(transport, (time.perf_counter() - t0) * 1000)
+        if result.is_error:
+            stats.errors.append(f"{transport} {name} {args}: {result.content[0].text[:200]}")
+            continue
+        data = result.structured_content or {}
+        if kind == "canary":
+            rounds = {int(m.group(1)) for h in data.get("hits", []) if h["path"].startswith("canary")
+                      for m in [ROUND_RE.search(h["text"])] if m}
+            if len(rounds) > 1:
+                stats.mixed.append(f"{transport} call {i}: canary rounds {sorted(rounds)} in one answer")
+            stats.rounds_seen |= rounds
+        elif kind == "kbs":
+            gen = int(data["kbs"][0]["generation"])
+            if gen < last_gen:
+                stats.errors.append(f"{transport}: generation went back {last_gen} -> {gen}")
+            last_gen = gen
+
+
+def sync_loop(root: Path, user: Path, canaries: int, stop: threading.Event, out: dict[str, Any]) -> None:
+    rnd = 0
+    while not stop.is_set():
+        rnd += 1
+        write_canaries(root, canaries, rnd)
+        run = subprocess.run([PNK, "sync", "--kb", str(root), "-q"], env=env_for(user),
+                             capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            out.setdefault("sync_errors", []).append(run.stderr.strip()[-300:])
+        out["syncs"] = out.get("syncs", 0) + 1
+
+
+def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
+        workdir: Path | None = None, min_syncs: int = 10) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="pnk-conc-", dir=workdir))
+    user = tmp / "user"
+    user.mkdir()
+    root = tmp / "kb"
+    write_kb(root, docs, canaries)
+    subprocess.run([PNK, "sync", "--kb", str(root), "-q"], env=env_for(user), check=True,
+                   capture_output=True, timeout=600)
+    port = free_port()
+    log = open(tmp / "serve.log", "w", encoding="utf-8")
+    http = subprocess.Popen([PNK, "serve", "--kb", str(root), "--http", "--port", str(port)],
+                            env=env_for(user), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    stats = Stats()
+    sync_out: dict[str, Any] = {}
+    stop = threading.Event()
+    started = time.perf_counter()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            if time.monotonic() > deadline or http.poll() is not None:
+                raise RuntimeError("pnk serve --http did not start")
+            time.sleep(0.1)
+        syncer = threading.Thread(target=sync_loop, args=(root, user, canaries, stop, sync_out))
+        per = max(1, calls // clients)
+
+        async def main() -> None:
+            async with contextlib.AsyncExitStack() as stack:
+                sessions = [("stdio", await stack.enter_async_context(stdio_session(root, user, log)))]
+                url = f"http://127.0.0.1:{port}/mcp"
+                for _ in range(clients - 1):
+                    sessions.append(("http", await stack.enter_async_context(http_session(url))))
+                syncer.start()
+                async with anyio.create_task_group() as tg:
+                    for n, (transport, session) in enumerate(sessions):
+                        tg.start_soon(client, session, transport, per, stats, canaries, n, sync_out, min_syncs)
+
+        anyio.run(main)
+    finally:
+        stop.set()
+        with contextlib.suppress(RuntimeError):
+            syncer.join(timeout=600)
+        http.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            http.wait(20)
+        log.close()
+    served = (tmp / "serve.log").read_text(encoding="utf-8")
+    failures = list(stats.errors) + list(stats.mixed) + list(sync_out.get("sync_errors", []))
+    if "Traceback" in served:
+        failures.append("a server logged a traceback")
+    if http.returncode not in (0, -15):
+        failures.append(f"pnk serve --http exited {http.returncode}")
+    all_ms = [v for vals in stats.latency.values() for v in vals]
+    report = {
+        "calls": stats.calls,
+        "clients": clients,
+        "syncs_during": sync_out.get("syncs", 0),
+        "canary_rounds_seen": len(stats.rounds_seen),
+        "p50_ms": percentile(all_ms, 50),
+        "p99_ms": percentile(all_ms, 99),
+        "by_transport": {t: {"calls": len(v), "p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99)}
+                         for t, v in sorted(stats.latency.items())},
+        "seconds": round(time.perf_counter() - started, 1),
+        "failures": failures[:50],
+    }
+    if not failures:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        report["kept"] = str(tmp)
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--docs", type=int, default=40)
+    ap.add_argument("--clients", type=int, default=4, help="1 stdio session + N-1 HTTP sessions")
+    ap.add_argument("--min-syncs", type=int, default=10, help="keep calling until this many syncs ran")
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    report = run(args.calls, args.docs, args.clients, workdir=args.workdir, min_syncs=args.min_syncs)
+    print(json.dumps(report, indent=2))
+    sys.exit(1 if report["failures"] else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""``pnk ask``: the command this plugin adds (it replaces core's install hint of the same name)."""
+
+from __future__ import annotations
+
+import sys
+from decimal import Decimal
+from typing import Any
+
+import click
+
+
+def add_commands(cli: click.Group) -> None:
+    """Register ``ask`` on the top-level ``pnk`` group (called by ``register_commands``)."""
+    from pinakes.cli.core import echo_json, json_option, kb_option
+
+    @cli.command()
+    @click.argument("question", required=False)
+    @kb_option
+    @click.option("--deep", is_flag=True,
+                  help="Run the bounded loop when the free search is not confident: decompose into "
+                       "sub-questions, solve each with free retrieval, then answer.")
+    @click.option("--dry-run", is_flag=True, help="Run the free search, print the estimate and the plan; pay nothing.")
+    @click.option("-y", "--yes", is_flag=True, help="Do not ask before spending more than confirm_above_eur.")
+    @click.option("--max-eur", type=float, help="This run's cap in EUR (default: [budget] max_eur_per_operation).")
+    @click.option("--backend", help="LLM backend (default: [llm] backend): openai, anthropic, scripted.")
+    @click.option("--model", help="Model name (default: [llm] model).")
+    @click.option("--base-url", help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8080/v1).")
+    @click.option("--write-suggestions", is_flag=True,
+                  help="Stage the proposed links (origin: deep) into the sidecars, for you to review and commit.")
+    @click.option("--show-transcript", "show_id", metavar="ID", help="Print a past run's transcript.")
+    @json_option
+    def ask(question: str | None, kb_path: str | None, deep: bool, dry_run: bool, yes: bool,
+            max_eur: float | None, backend: str | None, model: str | None, base_url: str | None,
+            write_suggestions: bool, show_id: str | None, json_: bool) -> None:
+        """Answer QUESTION from the knowledge base, with citations.
+
+        \b
+        Retrieval is free. With an LLM backend ([llm] in pinakes.toml or the user
+        config), one synthesis call answers with citations; --deep may spend more
+        (a bounded loop), never past [budget] max_eur_per_operation. Every paid run
+        prints an estimate first, asks above confirm_above_eur, ends with a receipt
+        and leaves a transcript in .pinakes/transcripts/. See docs/deep.md.
+        """
+        from pinakes.cli.core import open_kb
+
+        from . import transcript as tr
+        from .settings import no_backend_hint, resolve
+
+        kb = open_kb(kb_path)
+        if show_id:
+            data = tr.load(kb, show_id)
+            if json_:
+                echo_json(data)
+            else:
+                _print_transcript(data)
+            return
+        if not question or not question.strip():
+            raise click.UsageError("give a QUESTION (or --show-transcript ID)")
+        settings = resolve(kb, backend=backend, model=model, base_url=base_url, max_eur=max_eur,
+                           require_backend=False)
+        if settings is None:
+            res = kb.search(question, k=5)
+            if json_:
+                echo_json({"question": question, "answer": None, "backend": None,
+                           "hint": no_backend_hint(), "search": res.to_dict()})
+                return
+            for i, h in enumerate(res.hits, 1):
+                click.echo(f"[{i}] {h.title}  {h.path}:{h.start_line}")
+                click.echo(f"    {h.snippet}")
+            click.echo(click.style("No LLM backend, so no answer: ", fg="yellow") + no_backend_hint())
+            return
+        from .budget import confirm, eur
+        from .engine import Run
+
+        run = Run(kb, question, settings, deep=deep)
+        if dry_run:
+            _dry_run(run, json_, echo_json)
+            return
+
+        def gate(estimate: Decimal, cap: Decimal) -> None:
+            if not json_:
+                n = len(run.planned)
+                click.echo(f"estimate: up to {eur(min(estimate, cap))} for up to {n} call{'s' if n != 1 else ''} "
+                           f"({settings.backend_id} {settings.model}; cap {eur(cap)})", err=True)
+            confirm(estimate, cap, settings.confirm_above_eur, yes=yes, interactive=sys.stdin.isatty(),
+                    ask=lambda msg: click.confirm(msg, default=False, err=True))
+
+        data = run.execute(confirm=gate)
+        staged = None
+        if write_suggestions and data["suggestions"]:
+            from .suggest import write_suggestions as stage
+
+            staged = stage(kb, data["suggestions"])
+            data["staged"] = staged
+        if json_:
+            echo_json(data)
+            return
+        _print_answer(data, staged)
+
+
+def _dry_run(run: Any, json_: bool, echo_json: Any) -> None:
+    from .budget import eur
+
+    _, conf, confident = run.round0()
+    shape = ("one synthesis call" if (confident or not run.deep) else
+             f"decompose (up to 2 calls), up to {run.settings.deep['max_rounds']} rounds of free "
+             "retrieval + one solve call, one synthesis call")
+    out = {"question": run.question, "dry_run": True, "confidence": conf, "confident": confident,
+           "plan": shape, "estimate_eur": float(run.estimate), "cap_eur": float(run.budget.cap_eur),
+           "planned_calls": [c.__dict__ for c in run.planned],
+           "backend": run.settings.backend_id, "model": run.settings.model}
+    if json_:
+        echo_json(out)
+        return
+    shown = "unknown" if conf is None else f"{conf:.2f}"
+    click.echo(f"round 0: free search, confidence {shown} (confident at "
+               f"{run.settings.deep['confident_at']}): {'confident' if confident else 'not confident'}")
+    click.echo(f"plan: {shape}")
+    click.echo(f"estimate: up to {eur(min(run.estimate, run.budget.cap_eur))} for up to "
+               f"{len(run.planned)} calls (cap {eur(run.budget.cap_eur)}); dry run: nothing was spent")
+
+
+def _print_answer(data: dict[str, Any], staged: dict[str, Any] | None) -> None:
+    from .budget import receipt_line
+
+    click.echo(data["answer"])
+    if data["citations"]:
+        click.echo(click.style("\nSources", bold=True))
+        for c in data["citations"]:
+            marks = "".join(f"[{n}]" for n in c.get("passages", [c["n"]]))
+            click.echo(f"  {marks} {c['title']}  {c['path']}  ({c['doc_id']})")
+    if data["suggestions"]:
+        verb = "Staged" if staged else "Proposed"
+        click.echo(click.style(f"\n{verb} links (origin: deep, transcript {data['id']})", bold=True))
+        for s in data["suggestions"]:
+            click.echo(f"  {s['src']} -> {s['to']}  rel {s['rel']}  ({s['why']})")
+        if staged:
+            click.echo(f"  {len(staged['added'])} added, {len(staged['existing'])} already there; "
+                       "review with `git diff` and commit to keep them")
+        else:
+            click.echo("  stage them with --write-suggestions (then review and commit)")
+    click.echo(f"\nstop: {data['stop_reason']}", err=True)
+    click.echo(receipt_line(data["receipt"]), err=True)
+    click.echo(f"transcript: {data['id']}  (pnk ask --show-transcript {data['id']})", err=True)
+
+
+def _print_transcript(data: dict[str, Any]) -> None:
+    from .budget import receipt_line
+
+    click.echo(f"{data['id']}  {data['mode']}  {data['started']}  kb {data['kb']}")
+    click.echo(f"question: {data['question']}")
+    for r in data["rounds"]:
+        if r["kind"] == "retrieve":
+            ids = ", ".join(p["path"] for p in r["retrieved"]) or "nothing"
+            conf = r.get("confidence")
+            click.echo(f"  {r['step']:>2} retrieve [{r['label']}] {r['query']!r} -> {ids}"
+                       f" (confidence {'unknown' if conf is None else round(conf, 3)})")
+        else:
+            calls = r.get("calls", [])
+            cost = sum(c["eur"] for c in calls)
+            reserved = sum(c["reserved_eur"] for c in calls)
+            click.echo(f"  {r['step']:>2} {r['kind']} prompt {r.get('prompt_bytes', 0)} B, "
+                       f"reserved €{reserved:.6f}, spent €{cost:.6f}")
+            if r.get("error"):
+                click.echo(f"       error: {r['error']}")
+            if r.get("subquestion"):
+                click.echo(f"       sub-question: {r['subquestion']['question']}")
+            if r.get("answer") or r.get("reply"):
+                text = (r.get("answer") or r.get("reply") or "").replace("\n", " ")
+                click.echo(f"       -> {text[:200]}")
+    click.echo(f"stop: {data['stop_reason']}")
+    if data.get("error"):
+        click.echo(f"error: {data['error']}")
+    click.echo(f"answer: {data.get('answer')}")
+    if data.get("receipt"):
+        click.echo(receipt_line(data["receipt"]))

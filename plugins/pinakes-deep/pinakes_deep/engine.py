@@ -1,0 +1,332 @@
+"""``pnk ask``: one synthesis call, or with ``deep`` the bounded loop of the design (§8).
+
+The loop, written from the design's description (research §6):
+
+* **Round 0** is the free pipeline. Its calibrated confidence gates the rest:
+  confident, or not ``deep``, means exactly one synthesis call.
+* **Decompose** (one call, and one repair call if the reply is unusable) into
+  a sub-question DAG; unknown ids, self-loops and cycles are repaired
+  (:mod:`pinakes_deep.dag`); the plan runs in topological order.
+* **Rounds**: per sub-question, free retrieval (its text plus the answers it
+  depends on), one solve call, then the answer is folded into a rolling
+  summary cut to a fixed size, so every round costs the same at most.
+* **Stop** when the plan is done, the free confidence for the question plus
+  what was learned passes ``confident_at``, ``max_rounds`` is reached, or the
+  next round plus the final synthesis would not fit under the cap.
+* **Synthesis** over the best passages and the summary, with citations.
+
+Every round goes into the transcript; document pairs that co-supported the
+answer, or bridged a sub-question to the one that needed it, become proposed
+sidecar links (``origin: deep``). Malformed model output is repaired or ends
+the run with what was learned; a provider failure raises :class:`LLMError`
+after the transcript is written, and nothing is written to any sidecar.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+from pinakes.sidecar import new_ulid
+
+from . import prompts
+from .backends import LLMError, paid_call
+from .budget import Budget, BudgetError, BudgetExceeded, PlannedCall, count_tokens, estimate, eur
+from .dag import Plan, SubQuestion, parse_plan
+from .prompts import Caps, Passage, Summary
+from .settings import Settings
+from .transcript import Transcript
+
+Confirm = Callable[[Decimal, Decimal], None]
+# [1], [1, 3], [1; 3] and the [Passage 2] a small model writes
+_CITE = re.compile(r"\[(?:passages?\s*)?(\d+(?:\s*[,;]\s*(?:passages?\s*)?\d+)*)\]", re.I)
+
+
+def make_backend(settings: Settings) -> Any:
+    from pinakes.plugins import get_llm_backends
+
+    cls = get_llm_backends()[settings.backend_id]
+    return cls(dict(settings.llm))
+
+
+def cited(text: str, shown: Sequence[Passage]) -> list[Passage]:
+    """The passages an answer cites as ``[n]`` (``[1, 3]`` too), in first-cited order."""
+    return [shown[n - 1] for n in cited_numbers(unechoed(text, shown), len(shown))]
+
+
+def unechoed(text: str, shown: Sequence[Passage]) -> str:
+    """``text`` without lines that copy a passage's header from the prompt.
+
+    A weak model often echoes the prompt back (``[2] Title (path)``); those
+    ``[n]`` marks are the prompt's numbering, not citations.
+    """
+    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES) for p in shown}
+    keep = []
+    for line in (text or "").splitlines():
+        m = re.match(r"\s*\[\d+\]\s*(.*)$", line)
+        if m and m.group(1).strip() in heads:
+            continue
+        keep.append(line)
+    return "\n".join(keep)
+
+
+def cited_numbers(text: str, shown: int) -> list[int]:
+    """The passage numbers ``[n]`` an answer cites that were shown to it, first-cited order."""
+    out: list[int] = []
+    for m in _CITE.finditer(text or ""):
+        for part in re.split(r"[,;]", m.group(1)):
+            n = int(re.sub(r"\D", "", part))
+            if 1 <= n <= shown and n not in out:
+                out.append(n)
+    return out
+
+
+def strip_citations(text: str) -> str:
+    """An answer without its ``[n]`` marks (they mean nothing outside the prompt that had them)."""
+    return re.sub(r"\s+", " ", _CITE.sub("", text or "")).strip()
+
+
+def citation_list(text: str, shown: Sequence[Passage]) -> list[dict[str, Any]]:
+    """One entry per cited document, with the passage numbers that cite it."""
+    by_doc: dict[str, dict[str, Any]] = {}
+    for n in cited_numbers(unechoed(text, shown), len(shown)):
+        p = shown[n - 1]
+        entry = by_doc.setdefault(p.doc_id, {"n": n, "passages": [], **p.to_dict()})
+        entry["passages"].append(n)
+    return list(by_doc.values())
+
+
+def _passages(result: Any) -> list[Passage]:
+    return [Passage(h.doc_id, h.path, h.title, h.text, h.chunk_id) for h in result.hits]
+
+
+def plan_calls(settings: Settings, deep: bool) -> list[PlannedCall]:
+    """Every call the run may make, at its largest: the estimate is their sum."""
+    caps = Caps.from_settings(settings.deep)
+    d, s = settings.deep, settings.schema
+    synth = PlannedCall("synthesis", count_tokens(prompts.bound("synthesis", caps, s)), int(d["answer_tokens"]))
+    if not deep:
+        return [synth]
+    dec = PlannedCall("decompose", count_tokens(prompts.bound("decompose", caps, s)), int(d["decompose_tokens"]))
+    solve = PlannedCall("solve", count_tokens(prompts.bound("solve", caps, s)), int(d["solve_tokens"]))
+    return [dec, dec] + [solve] * int(d["max_rounds"]) + [synth]
+
+
+class Run:
+    """One ``pnk ask`` operation: its budget, transcript and backend."""
+
+    def __init__(self, kb: Any, question: str, settings: Settings, *, deep: bool, backend: Any = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        question = (question or "").strip()
+        if not question:
+            from pinakes.errors import QueryError
+
+            raise QueryError("empty question")
+        self.kb = kb
+        self.question = question
+        self.settings = settings
+        self.deep = deep
+        self.caps = Caps.from_settings(settings.deep)
+        self.sleep = sleep
+        self.backend = backend
+        self.planned = plan_calls(settings, deep)
+        self.estimate = estimate(settings.price, self.planned)
+        self.budget = Budget(settings.price, settings.cap_eur, self.estimate)
+        self.transcript = Transcript(new_ulid(), kb, question, "deep" if deep else "ask", settings.public())
+        self._plan(self.planned)
+        self.worst = {c.purpose: settings.price.cost(c.input_tokens, c.max_tokens) for c in self.planned}
+
+    # -- the free part -------------------------------------------------------------------
+
+    def retrieve(self, query: str, k: int, label: str) -> tuple[list[Passage], float | None]:
+        res = self.kb.search(query, k=k)
+        ps = _passages(res)
+        self.transcript.add_round({"kind": "retrieve", "label": label, "query": query,
+                                   "retrieved": [p.to_dict() for p in ps],
+                                   "confidence": res.confidence, "cost_eur": 0.0})
+        return ps, res.confidence
+
+    def round0(self) -> tuple[list[Passage], float | None, bool]:
+        k = max(self.caps.final_passages, self.caps.passages)
+        ps, conf = self.retrieve(self.question, k, "round 0")
+        gate = float(self.settings.deep["confident_at"])
+        confident = conf is not None and conf >= gate
+        self.transcript.data["round0"] = {"confidence": conf, "confident_at": gate, "confident": confident}
+        if self.deep and confident:  # the loop will not run: the bound shrinks to one call
+            self._plan(plan_calls(self.settings, False))
+        return ps, conf, confident
+
+    def _plan(self, planned: list[PlannedCall]) -> None:
+        self.planned = planned
+        self.estimate = estimate(self.settings.price, planned)
+        self.budget.estimate_eur = self.estimate
+        self.transcript.data["estimate_eur"] = float(self.estimate)
+        self.transcript.data["planned_calls"] = [c.__dict__ for c in planned]
+
+    # -- paid calls ----------------------------------------------------------------------
+
+    def call(self, purpose: str, messages: list[dict[str, str]], max_tokens: int,
+             extra: dict[str, Any]) -> str:
+        if self.backend is None:
+            self.backend = make_backend(self.settings)
+        llm = self.settings.llm
+        first = len(self.budget.calls)
+        entry: dict[str, Any] = {"kind": purpose, **extra,
+                                 "prompt_bytes": sum(len(m["content"].encode("utf-8")) for m in messages)}
+        try:
+            comp, bound = paid_call(
+                self.budget, self.backend, messages, max_tokens=max_tokens, purpose=purpose,
+                retries=int(llm.get("max_retries", 3)), base_delay=float(llm.get("retry_base_seconds", 1.0)),
+                max_wait=float(llm.get("max_retry_wait", 30.0)), sleep=self.sleep)
+        except (LLMError, BudgetExceeded) as exc:
+            entry["calls"] = [c.to_dict() for c in self.budget.calls[first:]]
+            entry["error"] = str(exc)
+            self.transcript.add_round(entry)
+            raise
+        entry["input_bound"] = bound
+        entry["calls"] = [c.to_dict() for c in self.budget.calls[first:]]
+        entry["reserved_eur"] = sum(c["reserved_eur"] for c in entry["calls"])
+        entry["cost_eur"] = sum(c["eur"] for c in entry["calls"])
+        entry["reply"] = comp.text
+        self.transcript.add_round(entry)
+        return comp.text
+
+    def synthesize(self, passages: list[Passage], summary: str) -> tuple[str, list[Passage]]:
+        shown = passages[: self.caps.final_passages]
+        msgs = prompts.synthesis(self.question, shown, summary, self.caps, self.settings.schema)
+        text = self.call("synthesis", msgs, int(self.settings.deep["answer_tokens"]),
+                         {"retrieved": [p.to_dict() for p in shown]}).strip()
+        if not text:
+            return "", []
+        self.transcript.data["citations"] = citation_list(text, shown)
+        return text, cited(text, shown)
+
+    def decompose(self, passages: list[Passage]) -> Plan | None:
+        tokens = int(self.settings.deep["decompose_tokens"])
+        for attempt in (False, True):
+            msgs = prompts.decompose(self.question, passages, self.caps, self.settings.schema, repair=attempt)
+            text = self.call("decompose", msgs, tokens, {"repair": attempt})
+            plan = parse_plan(text, self.caps.max_subquestions)
+            if plan is not None:
+                self.transcript.data["plan"] = plan.to_dict()
+                return plan
+        self.transcript.data["plan"] = {"subquestions": [], "repairs": ["no usable plan in two replies"]}
+        return None
+
+    # -- the operation ---------------------------------------------------------------------
+
+    def execute(self, confirm: Confirm | None = None) -> dict[str, Any]:
+        """Run it: round 0, then one synthesis or the loop; the transcript is always written."""
+        t = self.transcript
+        try:
+            passages0, _conf, confident = self.round0()
+            if not self.budget.can_afford(self.worst["synthesis"]):
+                raise BudgetError(
+                    f"the cap ({eur(self.budget.cap_eur)}) is below the worst case of a single "
+                    f"synthesis call ({eur(self.worst['synthesis'])}): raise [budget] "
+                    "max_eur_per_operation or lower [deep] answer_tokens")
+            if confirm is not None:
+                confirm(self.estimate, self.budget.cap_eur)
+            if not self.deep or confident:
+                answer, cites = self.synthesize(passages0, "")
+                t.data["stop_reason"] = "confident" if self.deep else "single-call"
+                self._finish(answer, cites, [])
+            else:
+                self._loop(passages0)
+        except (LLMError, KeyboardInterrupt) as exc:  # the money spent so far is on record
+            t.data["error"] = str(exc) or type(exc).__name__
+            t.data["stop_reason"] = "error"
+            t.data["receipt"] = self.budget.receipt()
+            t.write()
+            raise
+        except BudgetExceeded as exc:  # only when even one call does not fit the cap
+            t.data["stop_reason"] = "budget"
+            t.data["budget_note"] = str(exc)
+            self._finish(t.data.get("answer") or "", [], [])
+        t.data["receipt"] = self.budget.receipt()
+        t.write()
+        return t.data
+
+    def _loop(self, passages0: list[Passage]) -> None:
+        t = self.transcript
+        d = self.settings.deep
+        plan = self.decompose(passages0)
+        nodes = plan.nodes if plan else [SubQuestion("q1", self.question)]
+        if plan is None:
+            t.data.setdefault("repairs", []).append("decomposition unusable: solved the question whole")
+        summary = Summary(self.caps.summary_bytes)
+        answers: dict[str, tuple[str, list[Passage]]] = {}
+        evidence: list[Passage] = []
+        stop = "plan-done"
+        round_cost = self.worst["solve"]
+        for i, node in enumerate(nodes):
+            if i >= int(d["max_rounds"]):
+                stop = "max-rounds"
+                break
+            if not self.budget.can_afford(round_cost + self.worst["synthesis"]):
+                stop = "budget"
+                break
+            deps = " ".join(prompts.cut(strip_citations(answers[x][0]), prompts.ANSWER_BYTES)
+                            for x in node.depends_on if x in answers and answers[x][0] != "UNKNOWN")
+            query = f"{node.question} {deps}".strip()
+            ps, _ = self.retrieve(query, self.caps.passages, f"round {i + 1}: {node.id}")
+            msgs = prompts.solve(self.question, node.question, ps, summary.text(), self.caps,
+                                 self.settings.schema)
+            try:
+                reply = self.call("solve", msgs, int(d["solve_tokens"]),
+                                  {"round": i + 1, "subquestion": node.to_dict(), "query": query}).strip()
+            except BudgetExceeded:  # the pre-check makes this rare; stop as a budget stop would
+                stop = "budget"
+                break
+            ans = reply if reply else "UNKNOWN"
+            cites = cited(ans, ps) if ans != "UNKNOWN" else []
+            answers[node.id] = (ans, cites)
+            t.rounds[-1]["answer"] = ans
+            t.rounds[-1]["cited"] = [p.to_dict() for p in cites]
+            summary.fold(node.question, strip_citations(ans) or "UNKNOWN")
+            for p in cites + ps[:1]:
+                if p not in evidence:
+                    evidence.append(p)
+            if i + 1 < len(nodes):
+                _, conf = self.retrieve(f"{self.question} {summary.text()}", self.caps.passages,
+                                        f"round {i + 1}: confidence check")
+                if conf is not None and conf >= float(d["confident_at"]):
+                    stop = "confident"
+                    break
+        t.data["stop_reason"] = stop
+        t.data["summary"] = summary.text()
+        pool = list(evidence)
+        for p in passages0:
+            if p not in pool:
+                pool.append(p)
+        try:
+            answer, cites = self.synthesize(pool, summary.text())
+        except BudgetExceeded:
+            t.data["stop_reason"] = "budget"
+            answer, cites = summary.text(), []
+        bridges = []
+        for node in nodes:
+            for dep in node.depends_on:
+                if dep in answers and node.id in answers:
+                    bridges.append((answers[dep][1], answers[node.id][1], f"{dep} -> {node.id}"))
+        self._finish(answer, cites, bridges)
+
+    def _finish(self, answer: str, cites: list[Passage],
+                bridges: list[tuple[list[Passage], list[Passage], str]]) -> None:
+        from .suggest import propose
+
+        t = self.transcript
+        if not answer:
+            answer = t.data.get("summary") or ""
+            t.data.setdefault("repairs", []).append("empty answer from the model")
+            if not answer:
+                answer = "(no answer: the model returned nothing usable)"
+        t.data["answer"] = answer
+        if not cites:
+            t.data["citations"] = []
+        cites = list({p.doc_id: p for p in reversed(cites)}.values())[::-1]
+        t.data["suggestions"] = propose(self.kb, cites, bridges, t.id, self.question,
+                                        int(self.settings.deep["max_suggestions"]))
