@@ -392,7 +392,7 @@ def test_config_loads_or_raises_config_error_and_then_works(tmp_path_factory, te
     """Whatever pinakes.toml holds: a ConfigError line, or a config sync can walk with."""
     _count("config")
     root = tmp_path_factory.mktemp("cfg")
-    (root / "pinakes.toml").write_bytes(text.encode("utf-8", "surrogateescape")
+    (root / "pinakes.toml").write_bytes(text.encode("utf-8", "surrogatepass")
                                         if isinstance(text, str) else text)
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     try:
