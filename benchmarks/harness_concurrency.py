@@ -62,6 +62,7 @@ def write_canaries(root: Path, n: int, rnd: int) -> None:
 def env_for(user: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(user)
+    env["PINAKES_CACHE_DIR"] = str(user / "cache")
     return env
 
 

@@ -11,7 +11,7 @@ embedding batch, between two documents of the write transaction, just before
 its commit, between a truth file's fsync and its rename) or after a random
 delay. After every kill:
 
-- ``index.db`` and ``cache.db`` open and pass ``PRAGMA integrity_check``;
+- ``index.db`` and the embedding cache (``embeddings.db``) open and pass ``PRAGMA integrity_check``;
 - every document is byte-for-byte what the harness wrote (Pinakes never edits a body),
   every sidecar parses, keeps the id it had, and ``pinakes.toml`` is unchanged;
 - (usually) a plain ``pnk sync`` then completes without rebuilding, removes any
@@ -160,6 +160,7 @@ def mutate(state: State, rng: random.Random, share: float) -> None:
 def env_for(user_dir: Path, crash_at: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(user_dir)
+    env["PINAKES_CACHE_DIR"] = str(user_dir / "cache")  # the per-user embedding cache
     if crash_at:
         env["PINAKES_CRASH_AT"] = crash_at
     return env
@@ -361,10 +362,10 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
             if rc != 0:
                 failures.append(f"{where}: pnk {op} exited {rc} without a kill: {err.strip()[-300:]}")
         say(f"{where}: pnk {op} at {label}: {'killed' if killed else f'finished ({rc})'}")
-        for name in ("index.db", "cache.db"):
-            verdict = integrity(state.root / ".pinakes" / name)
+        for db in (state.root / ".pinakes" / "index.db", user / "cache" / "embeddings.db"):
+            verdict = integrity(db)
             if verdict != "ok":
-                failures.append(f"{where}: {name} integrity_check: {verdict}")
+                failures.append(f"{where}: {db.name} integrity_check: {verdict}")
         check_truth(state, failures, where)
         if rng.random() < 0.7 or stats["kills"] >= kills:
             report = recover(state, env_for(user, None), failures, where)
@@ -378,14 +379,20 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
     embedder = MiniLMEmbedder()
     clean = tmp / "clean"
     shutil.copytree(state.root, clean, ignore=shutil.ignore_patterns(".pinakes"))
-    (clean / ".pinakes").mkdir()
-    shutil.copy2(state.root / ".pinakes" / "cache.db", clean / ".pinakes" / "cache.db")
     from pinakes import KB
 
-    kb = KB.open(clean)
-    kb._embedder = embedder
-    rebuilt = kb.sync()
-    kb.close()
+    saved = os.environ.get("PINAKES_CACHE_DIR")
+    os.environ["PINAKES_CACHE_DIR"] = str(user / "cache")  # the same (shared) embedding cache
+    try:
+        kb = KB.open(clean)
+        kb._embedder = embedder
+        rebuilt = kb.sync()
+        kb.close()
+    finally:
+        if saved is None:
+            os.environ.pop("PINAKES_CACHE_DIR", None)
+        else:
+            os.environ["PINAKES_CACHE_DIR"] = saved
     if rebuilt.chunks_embedded:
         failures.append(f"clean rebuild embedded {rebuilt.chunks_embedded} chunks: the cache lost them")
     if chunk_vectors(clean) != chunk_vectors(state.root):

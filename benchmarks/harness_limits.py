@@ -71,6 +71,7 @@ def main() -> None:
         generate(root, args.files, args.distinct, args.seed)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
         env["PINAKES_USER_PATH"] = str(tmp / "user")
+        env["PINAKES_CACHE_DIR"] = str(tmp / "cache")
         out = {"files": args.files, "distinct_texts": args.distinct,
                "generate_seconds": round(time.perf_counter() - t0, 1)}
         out["first_sync"] = timed_sync(root, env)

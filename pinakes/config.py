@@ -40,7 +40,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "retrieval": {
         "k": 10,
         "rrf_k": 60,
-        "graph_channel": "off",
+        # "auto": the installed default channel (ppr, when pinakes[graph] is installed), else off.
+        "graph_channel": "auto",
         "adjacent_k": 8,
         "abstain_below": 0.25,
         # Confidence calibration: "" = golden/calibration.json if present, else the one shipped
@@ -58,6 +59,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "lexical_coverage": "hit",
         "lexical_coverage_power": 1.0,
         "concept_weight": 0.5,
+        # A document's best chunk gains this times its second-best chunk's fused score: two
+        # matching sections are better evidence than one (docs/benchmarks.md, "Document evidence").
+        "doc_evidence": 0.3,
         "salience_prior": 0.0,
         "link_distance_rerank": 0.0,
         # A curated catalog's out-links as a search prior: chunks of documents that an
@@ -73,19 +77,30 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "ppr_chunk_weight": 0.005,
         "ppr_seed_weight": 1.0,
         "ppr_seeds": 5,
-        "ppr_seed_kinds": "tag heading entity",
+        # Only entities (document titles, aliases, NER names) seed by default: heading and tag
+        # labels named in a question seeded 67 of docs-dev's 90 and dragged hubs in.
+        "ppr_seed_kinds": "entity",
+        # "exact": a seed's whole name occurs in the query, the longest name wins over the
+        # shorter names inside it ("Lothair II", not "Lothair"); "label": IDF-scored labels.
+        "ppr_seed_match": "exact",
         "ppr_seed_partial": 0.0,
         "ppr_root_weight": 0.005,
         "ppr_require_seeds": True,
         "ppr_tolerance": 1e-4,
         "ppr_max_iterations": 50,
+        # Centrality never wins alone: a chunk's walk score is divided by its score in the
+        # query-independent walk raised to this power (0: off).
+        "ppr_centrality_power": 0.25,
+        # graph_fusion "blend": the channel's log-scaled evidence (0..1) plus this weight times
+        # the hybrid's own score (its share of the top fused score).
+        "ppr_hybrid_weight": 0.03,
     },
     "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},
     "llm": {"backend": "", "model": ""},
 }
 
 TOKENIZERS = ("porter", "unicode61", "trigram")
-GRAPH_FUSIONS = ("auto", "rrf", "final")
+GRAPH_FUSIONS = ("auto", "rrf", "final", "blend")
 
 TEMPLATE = """\
 # Pinakes knowledge base. Every key is optional; the defaults are shown commented out.
@@ -104,14 +119,15 @@ name = "{name}"                # slug, unique in your fleet
 [retrieval]
 # k = 10
 # rrf_k = 60
-# graph_channel = "off"        # "off", "expand", "ppr" or any installed channel
+# graph_channel = "auto"       # "off" to switch the graph off; "auto" = ppr when installed
+                               # (pinakes[graph]), "expand", or any installed channel
 # graph_fusion = "auto"        # "rrf" (a third fused list), "final" (the channel ranks), "auto"
 # adjacent_k = 8
 # abstain_below = 0.25
 # tokenizer = "porter"         # "unicode61" (no stemming) or "trigram" (CJK, substrings)
 
 # [graph]                      # sync-time edge derivers (plugins), switched per KB
-# mentions = false             # documents' titles as entity nodes, chunks naming them linked
+# mentions = true              # documents' titles as entity nodes, chunks naming them linked
 # ner = false                  # the same plus spaCy's named entities (pip install pinakes[ner])
 """
 

@@ -8,16 +8,25 @@ tests). Commands that take ``--kb`` accept a path or a registered name, and
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
 import time
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import CONFIG_NAME, slugify, user_dir
-from .errors import ConfigError, KBNotFound
+from .errors import ConfigError, KBNotFound, PinakesError, UnknownEmbedder
 from .fsutil import atomic_write
 from .kb import KB
 from .search import SearchResult
+from .store import NotSynced
+
+# Errors that make one KB unsearchable without saying anything about the others:
+# a fleet search skips that KB (with a warning naming it) and searches the rest.
+KB_UNAVAILABLE = (NotSynced, UnknownEmbedder, KBNotFound, ConfigError, sqlite3.DatabaseError)
 
 ALL = "all"
 
@@ -82,6 +91,45 @@ def remove(name: str) -> Path:
     return folder
 
 
+def names_for(root: Path, fleet: dict[str, Path] | None = None) -> list[str]:
+    """Every fleet name registered for the KB folder ``root`` (sorted; usually one)."""
+    fleet = load_fleet() if fleet is None else fleet
+    out = []
+    for name, folder in fleet.items():
+        try:
+            if folder.expanduser().resolve() == root:
+                out.append(name)
+        except OSError:
+            continue
+    return sorted(out)
+
+
+def label(kb: KB) -> str:
+    """The name a KB answers to: its fleet name when registered, else its ``[kb] name``.
+
+    One KB, one name: a KB registered as ``retrieval`` is ``retrieval`` in
+    search hits, ``pnk serve`` and every MCP tool, whatever its pinakes.toml
+    says (that name keeps working too, as an alias). A KB opened by a fleet
+    name keeps that name even if the folder is registered twice.
+    """
+    given = getattr(kb, "fleet_name", None)
+    if given:
+        return str(given)
+    try:
+        names = names_for(kb.root)
+    except ConfigError:
+        names = []
+    return names[0] if len(names) == 1 else kb.name
+
+
+def _open_named(name: str, folder: Path) -> KB:
+    if not (folder / CONFIG_NAME).is_file():
+        raise KBNotFound(f"fleet KB {name!r} points at {folder}, which is no longer a KB")
+    kb = KB.open(folder)
+    kb.fleet_name = name  # type: ignore[attr-defined]
+    return kb
+
+
 def resolve_kb(ref: str | None) -> KB:
     """Open one KB from a path, a registered name, or (None) the current folder."""
     if ref is None:
@@ -91,25 +139,42 @@ def resolve_kb(ref: str | None) -> KB:
         return KB.open(p)
     fleet = load_fleet()
     if ref in fleet:
-        if not (fleet[ref] / CONFIG_NAME).is_file():
-            raise KBNotFound(f"fleet KB {ref!r} points at {fleet[ref]}, which is no longer a KB")
-        return KB.open(fleet[ref])
+        return _open_named(ref, fleet[ref])
     if "/" in ref or ref.startswith("."):
         raise KBNotFound(f"no such folder: {p}")
     names = ", ".join(sorted(fleet)) or "none registered"
     raise KBNotFound(f"no KB {ref!r}: not a folder and not a fleet name (fleet: {names})")
 
 
-def open_kbs(refs: Sequence[str] | None = None) -> list[KB]:
-    """Open several KBs: paths or names, ``all`` for the whole fleet; default the current KB."""
+def open_kbs(refs: Sequence[str] | None = None,
+             skipped: list[dict[str, str]] | None = None) -> list[KB]:
+    """Open several KBs: paths or names, ``all`` for the whole fleet; default the current KB.
+
+    With ``skipped`` given, a fleet entry of ``all`` that cannot be opened (its
+    folder moved, its pinakes.toml broken) is recorded there as ``{kb, reason}``
+    instead of failing the whole command; a KB named explicitly still fails.
+    """
     if not refs:
         return [resolve_kb(None)]
     out: list[KB] = []
     seen: set[Path] = set()
     for ref in refs:
-        kbs = [KB.open(p) for _, p in sorted(load_fleet().items())] if ref == ALL else [resolve_kb(ref)]
-        if ref == ALL and not kbs:
-            raise KBNotFound("the fleet is empty: register KBs with `pnk fleet add NAME PATH`")
+        if ref == ALL:
+            fleet = sorted(load_fleet().items())
+            if not fleet:
+                raise KBNotFound("the fleet is empty: register KBs with `pnk fleet add NAME PATH`")
+            kbs = []
+            for name, folder in fleet:
+                try:
+                    kbs.append(_open_named(name, folder))
+                except PinakesError as exc:
+                    if skipped is None:
+                        raise
+                    skipped.append({"kb": name, "reason": _reason(exc, name)})
+            if not kbs and skipped is not None:
+                raise KBNotFound("no KB of the fleet can be opened: " + _list_skipped(skipped))
+        else:
+            kbs = [resolve_kb(ref)]
         for kb in kbs:
             if kb.root not in seen:
                 seen.add(kb.root)
@@ -117,28 +182,80 @@ def open_kbs(refs: Sequence[str] | None = None) -> list[KB]:
     return out
 
 
+def _reason(exc: BaseException, name: str) -> str:
+    """Why a KB was skipped, as one line that says how to fix it."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, NotSynced) and "not been indexed" in text:
+        return f"not indexed yet: run `pnk sync --kb {name}`"
+    if isinstance(exc, sqlite3.DatabaseError):
+        return f"the index is unreadable ({text}): run `pnk sync --kb {name} --rebuild`"
+    return text
+
+
+def _list_skipped(skipped: Sequence[dict[str, str]]) -> str:
+    return "; ".join(f"{s['kb']} ({s['reason']})" for s in skipped)
+
+
+@dataclass
+class FleetResult(SearchResult):
+    """A search over one or more KBs, with the KBs it had to leave out as ``{kb, reason}``."""
+
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "skipped": self.skipped}
+
+
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
-                channel: str | None = None) -> SearchResult:
+                channel: str | None = None, graph_roots: int | None = None,
+                skipped: Sequence[dict[str, str]] = ()) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
+    ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
+    output asks for more chunks than it shows, without changing the channel's seeds).
+
     Fused scores are comparable across KBs because every KB fuses with the same
-    rank-based formula. A KB that has not been synced yet is an error naming it.
+    rank-based formula. Each hit's ``kb`` is the KB's :func:`label`. When
+    several KBs are searched, one that cannot be (never synced, built for
+    another embedder, unreadable) is skipped and listed in the result's
+    ``skipped`` as ``{kb, reason}``, and the rest are searched; only when none
+    can be is it an error. A single KB that cannot be searched is an error
+    naming it. ``skipped`` carries KBs the caller already had to leave out.
     """
-    if len(kbs) == 1:
-        return kbs[0].search(query, k=k, entities=entities, concepts=concepts, channel=channel)
     started = time.perf_counter()
-    results = [kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel)
-               for kb in kbs]
+    left_out = list(skipped)
+    results = []
+    for kb in kbs:
+        name = label(kb)
+        try:
+            result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
+                               graph_roots=graph_roots)
+        except KB_UNAVAILABLE as exc:
+            if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
+                cls = type(exc) if isinstance(exc, PinakesError) else NotSynced
+                raise cls(f"{name}: {_reason(exc, name)}") from exc
+            left_out.append({"kb": name, "reason": _reason(exc, name)})
+            continue
+        for h in result.hits:
+            h.kb = name
+        result.kb = name
+        results.append(result)
+    if not results:
+        raise NotSynced("no knowledge base could be searched: " + _list_skipped(left_out))
+    if len(kbs) == 1 and not left_out:
+        one = results[0]
+        return FleetResult(**{f.name: getattr(one, f.name) for f in dataclasses.fields(one)})
     limit = k or int(kbs[0].config.retrieval["k"])
     hits = sorted((h for r in results for h in r.hits), key=lambda h: (-h.score, h.kb, h.chunk_id))
     confidences = [r.confidence for r in results if r.confidence is not None]
     confidence = max(confidences) if len(confidences) == len(results) else None
     abstained = all(r.abstained for r in results)
-    return SearchResult(
-        query=query, kb=ALL if len(kbs) > 1 else kbs[0].name, hits=hits[:limit],
+    return FleetResult(
+        query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
         timings_ms={"total": (time.perf_counter() - started) * 1000},
+        skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
 
 

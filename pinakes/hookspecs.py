@@ -26,7 +26,10 @@ def register_embedders(register):  # type: ignore[no-untyped-def]
     and the methods ``count_tokens(texts) -> list[int]``,
     ``embed(texts, *, batch_size=32, progress=None) -> numpy.ndarray`` of shape
     ``(n, dim)`` float32 with L2-normalised rows, and
-    ``embed_query(text) -> numpy.ndarray`` of shape ``(dim,)``.
+    ``embed_query(text) -> numpy.ndarray`` of shape ``(dim,)``. An optional
+    class attribute ``thread_safe = True`` promises that ``embed_query`` may
+    run on another thread while the caller works: search then embeds the
+    query while the FTS5 query runs.
     ``[embedding] model`` in ``pinakes.toml`` selects one by ``id``.
     """
 

@@ -103,6 +103,21 @@ class KB:
         """Installed graph channels by name."""
         return plugins.get_graph_channels()
 
+    def channel_name(self, requested: str | None = None) -> str:
+        """The graph channel a search uses: ``requested``, else ``[retrieval] graph_channel``.
+
+        ``"auto"`` (the default) is the installed channel that declares itself
+        the default (``default_channel = True``: the ``ppr`` plugin, which passes
+        the default-on gate on every dev set), or ``"off"`` when none is
+        installed, so a core-only install searches exactly as before.
+        """
+        name = str(self.config.retrieval["graph_channel"]) if requested is None else requested
+        if name == "auto":
+            picks = sorted(n for n, c in self.graph_channels().items()
+                           if getattr(c, "default_channel", False))
+            return picks[0] if picks else "off"
+        return name or "off"
+
     @property
     def signature(self) -> str:
         derivers = [f"{name}:{getattr(d, 'version', '1')}" for name, d in self.edge_derivers().items()]
@@ -179,8 +194,8 @@ class KB:
         """The vector matrix of the store's current generation (reloaded after a sync)."""
         gen = store.generation
         if self._dense is None or self._dense.generation != gen:
-            ids, matrix = store.load_vectors(self.embedder.dim)
-            self._dense = DenseIndex(gen, ids, matrix)
+            ids, codes, scale = store.load_vectors(self.embedder.dim)
+            self._dense = DenseIndex(gen, ids, codes, scale)
         return self._dense
 
     def graph_index(self, store: Store) -> Any:
@@ -250,6 +265,8 @@ class KB:
             out["vectors"] = conn.execute(
                 "SELECT count(*) FROM chunks WHERE vec IS NOT NULL"
             ).fetchone()[0]
+            # A first sync commits documents before embedding them (sync.py phase 4).
+            out["embedding_pending"] = int(store.get_meta("embedding_pending") or 0)
             last = store.get_meta("last_sync")
             out["last_sync"] = (
                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None

@@ -674,7 +674,7 @@ class _Walk:
         ids = np.asarray(chunk_ids, dtype=np.int64)
         rows = self.dense.row_of(ids)
         ok = (rows < len(self.dense.ids)) & (self.dense.ids[np.minimum(rows, len(self.dense.ids) - 1)] == ids)
-        cos = self.dense.matrix[rows[ok]] @ self.qv
+        cos = self.dense.vectors(rows[ok]) @ self.qv
         for owner, c in zip(np.asarray(owners)[ok], cos, strict=True):
             if float(c) > self.scores.get(str(owner), -2.0):
                 self.scores[str(owner)] = float(c)

@@ -23,13 +23,14 @@ call made during a sync reads the last committed transaction (SQLite WAL).
 # signature with ``eval_str=True`` against module globals, and the tool
 # parameters use types built inside ``_register`` (their descriptions name the
 # served KBs), so annotations must be real objects, not strings.
+import contextlib
 import functools
 import hmac
 import ipaddress
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -42,6 +43,7 @@ from .errors import ConfigError, PinakesError, storage_problem
 from .fleet import search_many
 from .kb import KB
 from .search import MAX_K
+from .store import NotSynced
 
 MAX_DEPTH = 3
 RESPONSE_BUDGET = 24_000  # bytes of structured JSON; the text rendering is about as long again
@@ -52,6 +54,13 @@ LOOPBACK_NAMES = ("localhost",)
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# pinakes_link / pinakes_unlink (only with `pnk serve --allow-writes`): they edit a
+# sidecar, never a document body; a repeated call changes nothing; unlink removes
+# only what the agent (or anyone) can add back with link.
+WRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+MAX_NOTE = 500
 
 INSTRUCTIONS = """\
 Pinakes serves local Markdown knowledge bases, read-only.
@@ -59,6 +68,11 @@ Loop: pinakes_search -> look at scores and confidence -> refine the query (or pa
 entities/concepts) rather than raising k -> pinakes_links on a promising doc_id for
 one hop, read its frontier, go deeper only if needed -> pinakes_read for the full text
 of a document or one section. `truncated: true` means narrow the request, not page.
+"""
+
+WRITE_INSTRUCTIONS = """Writes are enabled: when you find that one document relates to another (cites,
+extends, uses, contradicts...), record it with pinakes_link; it lands in the source's
+sidecar (.pnk.yaml), never in a document's text, and the next searches see it.
 """
 
 
@@ -87,6 +101,11 @@ class SearchHitOut(BaseModel):
     )
 
 
+class SkippedOut(BaseModel):
+    kb: str = Field(description="A served KB that was not searched.")
+    reason: str = Field(description="Why, and how to fix it (e.g. run `pnk sync`).")
+
+
 class SearchOut(BaseModel):
     query: str
     kb: str = Field(description="The KB searched, or 'all' when several were.")
@@ -99,6 +118,10 @@ class SearchOut(BaseModel):
     hits: list[SearchHitOut]
     truncated: bool = Field(description="The response budget cut text or hits: narrow the query, don't page.")
     notes: list[str] = Field(description="Caps applied and other server remarks.")
+    skipped: list[SkippedOut] = Field(
+        default_factory=list,
+        description="KBs left out of this search (e.g. never synced); the others were searched.",
+    )
 
 
 class NeighbourOut(_Open):
@@ -153,8 +176,29 @@ class ReadOut(BaseModel):
     notes: list[str]
 
 
+class LinkDocOut(_Open):
+    doc_id: str | None = None
+    path: str | None = None
+    title: str | None = None
+
+
+class LinkOut(BaseModel):
+    kb: str
+    action: Literal["added", "updated", "exists", "removed", "absent"] = Field(
+        description="added/updated/removed: the sidecar was rewritten; exists/absent: nothing to do.")
+    source: LinkDocOut = Field(description="The document whose sidecar holds the link.")
+    target: dict[str, Any] = Field(description="The linked document, or {target, dangling: true}.")
+    rel: str | None = Field(None, description="The relation (for unlink: the one asked for, if any).")
+    to: str | None = Field(None, description="The `to:` written in the sidecar (link only).")
+    removed: list[dict[str, str]] = Field(default_factory=list, description="Entries removed (unlink).")
+    sidecar: str = Field(description="KB-relative path of the edited sidecar.")
+    sync: str | None = Field(None, description="The sync that followed the edit, in one line.")
+
+
 class KbOut(BaseModel):
-    name: str
+    name: str = Field(description="The name to pass as `kb` (its fleet name when registered).")
+    aliases: list[str] = Field(default_factory=list,
+                               description="Other names this KB answers to (its [kb] name, ...).")
     root: str
     indexed: bool
     documents: int | None = None
@@ -205,6 +249,26 @@ def _validation_message(tool: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts) + extra
 
 
+@contextlib.contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Say which KB is not indexed: the store's own message cannot know its fleet name."""
+    try:
+        yield
+    except NotSynced as exc:
+        raise ToolError(f"{name}: {_one_line(str(exc))}".replace("`pnk sync", f"`pnk sync --kb {name}")) from exc
+
+
+@contextlib.contextmanager
+def _kb_relative(kb: KB) -> Iterator[None]:
+    """Errors about paths the server anchored at the KB root name them as the agent gave them."""
+    try:
+        yield
+    except PinakesError as exc:
+        if isinstance(exc, NotSynced):
+            raise
+        raise ToolError(_one_line(str(exc)).replace(f"{kb.root}/", "")) from exc
+
+
 def is_loopback(host: str) -> bool:
     """True for hosts that only this machine can reach."""
     if host in LOOPBACK_NAMES:
@@ -247,39 +311,80 @@ class PinakesServer:
     Searches take milliseconds, so serialising costs nothing noticeable.
     """
 
-    def __init__(self, kbs: Sequence[KB]) -> None:
+    def __init__(self, kbs: Sequence[KB], allow_writes: bool = False) -> None:
         if not kbs:
             raise ConfigError("no knowledge base to serve")
+        self.allow_writes = False
+        from .fleet import label
+
         self.kbs: dict[str, KB] = {}
         for kb in kbs:
-            if kb.name in self.kbs:
+            name = label(kb)
+            if name in self.kbs:
                 raise ConfigError(
-                    f"two served KBs are both named {kb.name!r} ({self.kbs[kb.name].root} and "
+                    f"two served KBs are both named {name!r} ({self.kbs[name].root} and "
                     f"{kb.root}): rename one in its pinakes.toml"
                 )
-            self.kbs[kb.name] = kb
+            self.kbs[name] = kb
+        self.aliases = self._aliases()
         self.lock = threading.Lock()
         self.mcp = PinakesMCP(
             "pinakes", title="Pinakes", version=__version__, instructions=INSTRUCTIONS,
             log_level="WARNING",
         )
         self._register()
+        if allow_writes:
+            self.enable_writes()
+
+    def enable_writes(self) -> None:
+        """Offer pinakes_link and pinakes_unlink too (``pnk serve --allow-writes``); call before serving."""
+        if self.allow_writes:
+            return
+        self.allow_writes = True
+        self.mcp._lowlevel_server.instructions = INSTRUCTIONS + WRITE_INSTRUCTIONS
+        self._register_writes()
 
     # --- KB selection -------------------------------------------------------------
+
+    def _aliases(self) -> dict[str, str]:
+        """Other names of each served KB (its ``[kb] name``, further fleet names) -> served name.
+
+        One KB, one name: whether an agent learnt a KB's name from the fleet (a
+        cross-KB link row says ``kb: retrieval``) or from its pinakes.toml, the
+        name works. A name two served KBs could claim is nobody's alias.
+        """
+        from .fleet import load_fleet, names_for
+
+        try:
+            fleet = load_fleet()
+        except PinakesError:
+            fleet = {}
+        claims: dict[str, set[str]] = {}
+        for served, kb in self.kbs.items():
+            for other in [kb.name, *names_for(kb.root, fleet)]:
+                if other != served and other not in self.kbs:
+                    claims.setdefault(other, set()).add(served)
+        return {alias: next(iter(owners)) for alias, owners in claims.items() if len(owners) == 1}
 
     def _served(self) -> str:
         return ", ".join(sorted(self.kbs))
 
-    def pick(self, name: str | None) -> KB:
-        """The KB ``name`` names; with one KB served the name may be omitted."""
+    def name_of(self, name: str | None) -> str:
+        """The served name for ``name`` (a served name or an alias); omitted with one KB served."""
         if name is None or not name.strip():
             if len(self.kbs) == 1:
-                return next(iter(self.kbs.values()))
+                return next(iter(self.kbs))
             raise ToolError(f"several KBs are served ({self._served()}): pass kb")
-        kb = self.kbs.get(name.strip())
-        if kb is None:
-            raise ToolError(f"unknown kb {name!r} (served: {self._served()})")
-        return kb
+        wanted = name.strip()
+        if wanted in self.kbs:
+            return wanted
+        if wanted in self.aliases:
+            return self.aliases[wanted]
+        raise ToolError(f"unknown kb {name!r} (served: {self._served()})")
+
+    def pick(self, name: str | None) -> KB:
+        """The KB ``name`` names (or an alias of it); with one KB served the name may be omitted."""
+        return self.kbs[self.name_of(name)]
 
     def pick_many(self, name: str | None) -> list[KB]:
         """For search: one KB by name, or every served KB when omitted or 'all'."""
@@ -302,18 +407,22 @@ class PinakesServer:
         if k is not None and k > MAX_K:
             notes.append(f"k={k} capped at {MAX_K}: prefer refining the query over raising k")
             k = MAX_K
+        from .fleet import label
+
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
                              channel=channel)
+        names = {id(kb_): served for served, kb_ in self.kbs.items()}
+        label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
         for h in result.hits:
             hits.append({
-                "kb": h.kb, "doc_id": h.doc_id, "uri": f"pnk://{h.doc_id}", "title": h.title,
+                "kb": label_of.get(h.kb, h.kb), "doc_id": h.doc_id, "uri": f"pnk://{h.doc_id}", "title": h.title,
                 "path": h.path, "heading_path": list(h.heading_path), "start_line": h.start_line,
                 "text": h.text, "text_truncated": False, "score": h.score, "ranks": dict(h.ranks),
             })
         out = {
             "query": query,
-            "kb": result.kb,
+            "kb": label_of.get(result.kb, result.kb),
             "channel": result.channel,
             "k": k if k is not None else min(int(kbs[0].config.retrieval["k"]), MAX_K),
             "confidence": "unknown" if result.confidence is None else round(result.confidence, 4),
@@ -321,6 +430,8 @@ class PinakesServer:
             "hits": hits,
             "truncated": False,
             "notes": notes,
+            "skipped": [{"kb": label_of.get(s["kb"], s["kb"]), "reason": s["reason"]}
+                        for s in result.skipped],
         }
         self._fit_hits(out)
         return out
@@ -353,7 +464,8 @@ class PinakesServer:
     def links(self, kb: str | None, doc_id: str, rel: str | None = None, direction: str = "both",
               depth: int = 1, query: str | None = None) -> dict[str, Any]:
         """Typed neighbourhood of a document, depth capped at 3, fitted to the budget."""
-        target = self.pick(kb)
+        served = self.name_of(kb)
+        target = self.kbs[served]
         notes: list[str] = []
         if depth < 1:
             raise ToolError("depth must be at least 1")
@@ -365,9 +477,10 @@ class PinakesServer:
             depth = MAX_DEPTH
         if query is not None and not query.strip():
             query = None
-        start = target.resolve(doc_id)
-        result = dict(target.links(doc_id, rel=rel, direction=direction, depth=depth, query=query))
-        result.setdefault("kb", target.name)
+        with _naming(served):
+            start = target.resolve(doc_id)
+            result = dict(target.links(doc_id, rel=rel, direction=direction, depth=depth, query=query))
+        result["kb"] = served
         result.setdefault("doc_id", start["ulid"])
         result.setdefault("depth", depth)
         result.setdefault("truncated", False)
@@ -393,8 +506,10 @@ class PinakesServer:
 
     def read(self, kb: str | None, doc_id: str, section: str | list[str] | None = None) -> dict[str, Any]:
         """A served document's text (or one section), fitted to the budget."""
-        target = self.pick(kb)
-        out = dict(target.read(doc_id, section))
+        served = self.name_of(kb)
+        with _naming(served):
+            out = dict(self.kbs[served].read(doc_id, section))
+        out["kb"] = served
         out["truncated"] = False
         out["notes"] = []
         if len(out["sections"]) > MAX_SECTIONS_LISTED:
@@ -422,11 +537,87 @@ class PinakesServer:
             out["notes"].append("the file changed since the last `pnk sync`; this is its current text")
         return out
 
+    # --- writes (pnk serve --allow-writes) -------------------------------------------------
+
+    def _ref(self, kb: KB, value: str, what: str, target: bool = False) -> str:
+        """A document reference an agent gave, made safe to hand to the library.
+
+        ULIDs, ``pnk://`` URIs and (for a target) ``kb://name/path`` pass through;
+        anything else is a KB-relative path, refused when it is absolute or leaves
+        the KB, and passed on anchored at the KB root (never the server's folder).
+        """
+        import os
+        from pathlib import PurePosixPath
+
+        from .sidecar import is_ulid
+
+        ref = str(value).strip()
+        if not ref:
+            raise ToolError(f"{what} is empty: give a document id or KB-relative path")
+        if "\x00" in ref or "\n" in ref:
+            raise ToolError(f"{what}: invalid characters in {ref!r}")
+        low = ref.lower()
+        if low.startswith("pnk://") or is_ulid(ref.upper()) or (target and low.startswith("kb://")):
+            return ref
+        if "://" in ref or (len(ref) > 1 and ref[1] == ":"):
+            raise ToolError(f"{what} {ref!r}: use a document id, pnk://ID"
+                            + (", kb://name/path" if target else "") + " or a KB-relative path")
+        norm = os.path.normpath(ref.replace("\\", "/")).replace(os.sep, "/")
+        parts = PurePosixPath(norm).parts
+        if ref.startswith(("/", "~")) or norm == ".." or (parts and parts[0] == ".."):
+            raise ToolError(f"{what} {ref!r} is outside the knowledge base: give a path relative to "
+                            "its root, e.g. notes/a.md")
+        return str(kb.root / norm)
+
+    def _link_out(self, served: str, kb: KB, out: dict[str, Any]) -> dict[str, Any]:
+        root = str(kb.root) + "/"
+        dst = dict(out["dst"])
+        if isinstance(dst.get("target"), str) and dst["target"].startswith(root):
+            dst["target"] = dst["target"][len(root):]  # a dangling path, shown as the agent wrote it
+        return {
+            "kb": served, "action": out["action"], "source": out["src"], "target": dst,
+            "rel": out.get("rel"), "to": out.get("to"), "removed": out.get("removed", []),
+            "sidecar": out["sidecar"], "sync": out.get("sync"),
+        }
+
+    def link(self, kb: str | None, source: str, target: str, rel: str, note: str | None = None,
+             allow_dangling: bool = False) -> dict[str, Any]:
+        """Add a typed link to SOURCE's sidecar (idempotent), then sync: ``pnk link``."""
+        from .links import check_rel
+
+        served = self.name_of(kb)
+        the_kb = self.kbs[served]
+        rel = check_rel(rel)
+        if note is not None and len(note) > MAX_NOTE:
+            raise ToolError(f"note is {len(note)} characters: keep it under {MAX_NOTE}")
+        src = self._ref(the_kb, source, "source")
+        dst = self._ref(the_kb, target, "target", target=True)
+        with _naming(served), _kb_relative(the_kb):
+            out = the_kb.link(src, dst, rel, note=note or None, allow_dangling=allow_dangling)
+        return self._link_out(served, the_kb, out)
+
+    def unlink(self, kb: str | None, source: str, target: str, rel: str | None = None) -> dict[str, Any]:
+        """Remove SOURCE's sidecar links to TARGET (of ``rel`` only, if given), then sync: ``pnk unlink``."""
+        from .links import check_rel
+
+        served = self.name_of(kb)
+        the_kb = self.kbs[served]
+        if rel is not None and rel.strip():
+            rel = check_rel(rel)
+        else:
+            rel = None
+        src = self._ref(the_kb, source, "source")
+        dst = self._ref(the_kb, target, "target", target=True)
+        with _naming(served), _kb_relative(the_kb):
+            out = the_kb.unlink(src, dst, rel=rel)
+        return self._link_out(served, the_kb, {**out, "rel": rel})
+
     def kbs_info(self) -> dict[str, Any]:
         """Every served KB with counts and its last sync time."""
         rows = []
         for name, kb in sorted(self.kbs.items()):
-            row: dict[str, Any] = {"name": name, "root": str(kb.root), "indexed": False}
+            row: dict[str, Any] = {"name": name, "root": str(kb.root), "indexed": False,
+                                   "aliases": sorted(a for a, o in self.aliases.items() if o == name)}
             try:
                 info = kb.status()
             except PinakesError as exc:
@@ -513,7 +704,7 @@ class PinakesServer:
             k: Annotated[int | None, Field(description=f"How many hits (default: the KB's [retrieval] k, usually 10; capped at {MAX_K}).")] = None,
             entities: Annotated[list[str] | None, Field(description="Exact names or phrases to boost lexically, e.g. ['BM25', 'Robertson'].")] = None,
             concepts: Annotated[list[str] | None, Field(description="Ideas to blend into the query's meaning, e.g. ['term weighting'].")] = None,
-            channel: Annotated[str | None, Field(description="Graph channel: 'off' or an installed one such as 'expand'. Default: the KB's setting.")] = None,
+            channel: Annotated[str | None, Field(description="Graph channel: 'off', 'auto' or an installed one such as 'ppr' or 'expand'. Default: the KB's setting (auto: ppr when installed).")] = None,
         ) -> Annotated[CallToolResult, SearchOut]:
             out = server.search(query, kb, k, entities or (), concepts or (), channel)
             return _result(out, render_search(out))
@@ -574,6 +765,58 @@ class PinakesServer:
         ))
 
 
+    def _register_writes(self) -> None:
+        """pinakes_link and pinakes_unlink: registered only with ``--allow-writes``."""
+        server = self
+        guard = self._guard
+        KbArg = Annotated[
+            str | None,
+            Field(description=f"Knowledge base name (served: {self._served()}); may be omitted when one is served."),
+        ]
+        SourceArg = Annotated[str, Field(
+            description="The document whose sidecar gets the link: its ULID, pnk:// URI or "
+                        "KB-relative path (e.g. notes/a.md).", min_length=1)]
+        TargetArg = Annotated[str, Field(
+            description="The linked document: ULID, pnk:// URI, KB-relative path, or "
+                        "kb://name/path for a document of another fleet KB.", min_length=1)]
+
+        @guard
+        def pinakes_link(
+            source: SourceArg,
+            target: TargetArg,
+            rel: Annotated[str, Field(description="The relation, one short word: cites, extends, uses, "
+                                                  "contradicts, part_of, ... (letters, digits, _ - . :).")],
+            kb: KbArg = None,
+            note: Annotated[str | None, Field(description=f"A short note kept with the link (at most {MAX_NOTE} characters).")] = None,
+            allow_dangling: Annotated[bool, Field(description="Link even when target is not (yet) a known document (a path inside the KB).")] = False,
+        ) -> Annotated[CallToolResult, LinkOut]:
+            out = server.link(kb, source, target, rel, note, allow_dangling)
+            return _result(out, render_link(out))
+
+        @guard
+        def pinakes_unlink(
+            source: SourceArg,
+            target: TargetArg,
+            rel: Annotated[str | None, Field(description="Only remove links of this relation (default: every sidecar link to target).")] = None,
+            kb: KbArg = None,
+        ) -> Annotated[CallToolResult, LinkOut]:
+            out = server.unlink(kb, source, target, rel)
+            return _result(out, render_link(out))
+
+        add = self.mcp.add_tool
+        add(pinakes_link, title="Record a typed link", annotations=WRITES, description=(
+            "Record that source relates to target (rel: cites, extends, uses, ...) in source's "
+            "sidecar (.pnk.yaml); never edits a document's text. Idempotent: the same link twice "
+            "is stored once ('exists'). The index is updated before the call returns, so "
+            "pinakes_links and searches see the link at once."
+        ))
+        add(pinakes_unlink, title="Remove a typed link", annotations=WRITES, description=(
+            "Remove source's sidecar links to target (only those of rel, when given). Links "
+            "written in a document's text are part of the document and are never edited. "
+            "Idempotent: 'absent' when there was nothing to remove."
+        ))
+
+
 def _result(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -604,6 +847,7 @@ def render_search(out: dict[str, Any]) -> str:
     if out["truncated"]:
         lines.append("")
         lines.append("truncated: narrow the query rather than paging")
+    lines += [f"skipped {s['kb']}: {s['reason']}" for s in out.get("skipped") or []]
     return "\n".join(lines + _notes(out))
 
 
@@ -632,6 +876,22 @@ def render_read(out: dict[str, Any]) -> str:
     for link in out["links"]:
         head.append(f"link: {link.get('rel', 'links-to')} -> {link.get('to')}")
     return "\n".join(head + _notes(out) + ["", out["text"]])
+
+
+def render_link(out: dict[str, Any]) -> str:
+    src = out["source"].get("path") or out["source"].get("doc_id")
+    dst = out["target"].get("path") or out["target"].get("target") or out["target"].get("doc_id")
+    if out["action"] in ("added", "updated", "exists"):
+        verb = {"added": "linked", "updated": "updated the note of", "exists": "already linked:"}[out["action"]]
+        line = f"{verb} {src} -> {out['to']} ({out['rel']}) in {out['sidecar']}"
+    elif out["action"] == "removed":
+        line = "; ".join(f"unlinked {src} -> {r['to']} ({r['rel']})" for r in out["removed"])
+        line += f" in {out['sidecar']}"
+    else:
+        line = f"{out['sidecar']} has no link to {dst}" + (f" of relation {out['rel']!r}" if out["rel"] else "")
+    if out["target"].get("dangling"):
+        line += f"; {dst} is not a known document yet (dangling)"
+    return line + (f"\nsync: {out['sync']}" if out.get("sync") else "")
 
 
 def render_kbs(out: dict[str, Any]) -> str:

@@ -24,6 +24,8 @@ from .config import GRAPH_FUSIONS
 from .errors import QueryError
 from .fsutil import matches_any
 from .links import NO_HUB
+from .quant import dequantise
+from .quant import scores as quant_scores
 from .text import CJK_RE, fts_phrase, fts_query, query_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -68,12 +70,26 @@ class SearchResult:
     abstained: bool
     channel: str
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: While a sync is still embedding: {"embedded": n, "total": m, "lexical_only": bool}.
+    embedding: dict[str, Any] | None = None
+
+    @property
+    def notice(self) -> str | None:
+        """One line for the user when the dense half is missing or partial."""
+        e = self.embedding
+        if not e:
+            return None
+        got = f"{e['embedded']:,} of {e['total']:,} chunks embedded"
+        if e["lexical_only"]:
+            return f"lexical-only results: the last sync is still embedding ({got})"
+        return f"dense results cover only part of the KB: the last sync is still embedding ({got})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "kb": self.kb,
             "channel": self.channel,
+            "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
             "hits": [h.to_dict() for h in self.hits],
@@ -83,15 +99,50 @@ class SearchResult:
 
 @dataclass
 class DenseIndex:
-    """Every chunk vector of one store generation, as one matrix."""
+    """Every chunk vector of one store generation, quantised (``pinakes.quant``).
+
+    ``codes`` holds one byte per dimension and ``scale`` one float per row:
+    19.2 MB of codes at 50k 384-d chunks instead of 77 MB of float32, scored by
+    an integer kernel in 1-2 ms (docs/performance.md).
+    """
 
     generation: int
     ids: np.ndarray  # int64 chunk ids, ascending
-    matrix: np.ndarray  # float32 (n, dim)
+    codes: np.ndarray  # uint8 (n, dim), offset codes
+    scale: np.ndarray  # float32 (n,)
 
     def row_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """Matrix rows of the given chunk ids (ids are sorted, so this is a binary search)."""
         return np.searchsorted(self.ids, chunk_ids)
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """Float32 vectors of some rows (dequantised): for re-scoring a few rows."""
+        rows = np.asarray(rows, dtype=np.intp)
+        return dequantise(self.codes[rows], self.scale[rows])
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Every vector as float32 (n, dim): 4x the memory, built on each access (tools, tests)."""
+        return dequantise(self.codes, self.scale)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: codes, scales and ids."""
+        return int(self.codes.nbytes + self.scale.nbytes + self.ids.nbytes)
+
+    def cosines(self, query: np.ndarray, rescore: int = 0) -> np.ndarray:
+        """Cosine of every row with ``query``; the best ``rescore`` rows re-scored exactly.
+
+        The integer kernel also rounds the query to int8; re-scoring the top
+        candidates with the float query leaves only the rows' own rounding in
+        the part of the ranking that fuses (max error ~3e-4 against float32).
+        """
+        cos = quant_scores(self.codes, self.scale, query)
+        m = min(int(rescore), len(cos))
+        if m > 0:
+            top = np.argpartition(-cos, m - 1)[:m]
+            cos[top] = self.vectors(top) @ np.asarray(query, dtype=np.float32)
+        return cos
 
 
 @dataclass
@@ -106,6 +157,9 @@ class ChannelContext:
     dense: DenseIndex
     roots: list[int]  # fused top chunk ids, best first
     config: dict[str, Any]
+    #: The hybrid's whole fused list ``(chunk id, score)``, best first: a channel that
+    #: returns a final ranking blends its evidence with these scores.
+    fused: list[tuple[int, float]] | None = None
 
 
 class _Lists:
@@ -115,6 +169,24 @@ class _Lists:
         self.ranked: dict[str, list[int]] = {}
         self.weight: dict[str, dict[int, float]] = {}
         self.coverage: dict[int, float] = {}  # lexical hit -> share of the query's IDF mass it holds
+        self.hybrid_top: float | None = None  # top score of the two-list fusion, before any graph
+        self.channel = "off"  # the graph channel in use (calibration checks it)
+
+
+def _chunk_count(kb: KB, conn: Any, generation: int, held: int) -> int:
+    """Chunks in the store (for IDF), cached per generation.
+
+    Not the number of vectors: while a first sync is still embedding, chunks
+    without one are searchable lexically and count for IDF all the same.
+    """
+    cache = kb._idf_cache
+    if cache.get("generation") != generation:
+        cache.clear()
+        cache["generation"] = generation
+    n = cache.get("_chunks")
+    if n is None:
+        n = cache["_chunks"] = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    return max(1, n, held)
 
 
 def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> dict[str, float]:
@@ -123,16 +195,19 @@ def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> di
     if cache.get("generation") != generation:
         cache.clear()
         cache["generation"] = generation
+    # Document frequencies by term, in their own table: a term such as "generation"
+    # must not collide with the cache's own keys.
+    dfs = cache.setdefault("_df", {})
     out = {}
     for t in terms:
-        df = cache.get(t)
+        df = dfs.get(t)
         if df is None:
             match = _fts_terms([t], kb)
             # A term the tokenizer cannot match (trigram: under 3 characters) has no df.
             df = int(conn.execute(
                 "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
             ).fetchone()[0]) if match else 0
-            cache[t] = df
+            dfs[t] = df
         out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
     return out
 
@@ -144,6 +219,41 @@ def _utf8(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text
+
+
+#: ``[retrieval] lexical_common_share``: a term in more than this share of the
+#: chunks is left out of the FTS5 MATCH (it still counts in the coverage weights).
+#: Off (1.0) by default: at 0.05 it cut lexical CPU at 50k synthetic chunks from
+#: 5.3 to 1.5 ms p50 (p95 19 -> 3 ms), but cost docs-dev 1.4 points of R@2 (hybrid)
+#: and 3.2 of R@5 (BM25 alone), beyond the 0.5-point gate (docs/performance.md).
+LEXICAL_COMMON_SHARE = 1.0
+#: ... and in more than this many chunks (below it a term costs little to score).
+LEXICAL_COMMON_MIN_DF = 500
+
+
+def _selective_terms(kb: KB, terms: list[str], total: int, cfg: dict[str, Any]) -> list[str]:
+    """The query terms worth a MATCH: those in at most ``lexical_common_share`` of chunks.
+
+    FTS5 computes ``bm25()`` for every row matching any term before it sorts, so
+    one very common term ("build", "use") makes the query score thousands of
+    rows for a top 100 its rarer terms decide anyway. Common terms keep their
+    weight in fusion through the IDF coverage of each hit. When every term is
+    common, the rarest one still matches (never an empty list for a real query).
+    Document frequencies come from ``_idf``'s per-generation cache.
+    """
+    share = float(cfg.get("lexical_common_share", LEXICAL_COMMON_SHARE))
+    if share >= 1.0 or len(terms) < 2:
+        return terms
+    dfs = kb._idf_cache.get("_df", {})
+    # Both a share and an absolute floor: scoring a few hundred rows is cheap, so
+    # a small KB keeps every term (and its exact BM25 ranking).
+    limit = max(share * total, float(cfg.get("lexical_common_min_df", LEXICAL_COMMON_MIN_DF)))
+    df = {t: dfs.get(t, 0) for t in terms}
+    keep = [t for t in terms if df[t] <= limit]
+    if len(keep) < len(terms) and not any(df[t] > 0 for t in keep):
+        # Every term that occurs is common: the rarest of them still matches.
+        keep.append(min((t for t in terms if t not in keep), key=lambda t: df[t]))
+    return keep
 
 
 def _fts_terms(terms: list[str], kb: KB) -> str:
@@ -180,7 +290,7 @@ def hybrid_search(
     if k < 1:
         raise QueryError("k must be at least 1")
     k = min(k, MAX_K)
-    channel_name = channel if channel is not None else str(cfg["graph_channel"])
+    channel_name = kb.channel_name(channel)
     graph = None
     if channel_name not in ("", "off", "none"):
         installed = kb.graph_channels()
@@ -200,22 +310,35 @@ def hybrid_search(
     if fusion == "auto":
         # The channel knows which combination its numbers favour (ppr: final).
         fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
+    if fusion == "blend":
+        fusion = "final"  # a blending channel returns its final, already blended, ranking
     n_cand = max(int(cfg["candidates"]), k)
     rrf_k = float(cfg["rrf_k"])
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    qv = kb.embedder.embed_query(query)
-    if concepts:
-        cv = np.mean([kb.embedder.embed_query(c) for c in concepts], axis=0)
-        qv = qv + float(cfg["concept_weight"]) * cv
-        qv = (qv / (np.linalg.norm(qv) or 1.0)).astype(np.float32)
-    timings["embed"] = (time.perf_counter() - t0) * 1000
+    embedder = kb.embedder
+
+    def embed() -> np.ndarray:
+        te = time.perf_counter()
+        qv = embedder.embed_query(query)
+        if concepts:
+            cv = np.mean([embedder.embed_query(c) for c in concepts], axis=0)
+            qv = qv + float(cfg["concept_weight"]) * cv
+            qv = (qv / (np.linalg.norm(qv) or 1.0)).astype(np.float32)
+        timings["embed"] = (time.perf_counter() - te) * 1000
+        return qv
+
+    # The query embedding (ONNX Runtime) and the FTS5 query (SQLite) both release
+    # the GIL, so a thread-safe embedder embeds while the lexical list is built.
+    pending = _embed_in_background(embedder, embed)
+    qv = None if pending is not None else embed()
 
     store = kb.reader()
     with store.snapshot() as conn:
         dense = kb.dense_index(store)
         generation = dense.generation
-        total = max(1, len(dense.ids))
+        embedding = _embedding_progress(store, len(dense.ids))
+        total = _chunk_count(kb, conn, generation, len(dense.ids))
         lists = _Lists()
 
         # 1. Lexical.
@@ -223,7 +346,8 @@ def hybrid_search(
         terms = query_terms(query, cjk_bigrams=cfg["tokenizer"] != "trigram")
         texts: dict[int, tuple[str, str, str]] = {}
         if terms and "lexical" in fuse_lists:
-            match = _fts_terms(terms, kb)
+            idf = _idf(kb, conn, generation, terms, total)
+            match = _fts_terms(_selective_terms(kb, terms, total, cfg), kb)
             rows = (
                 conn.execute(
                     "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
@@ -251,7 +375,6 @@ def hybrid_search(
                 lex_ids = sorted(pool, key=lambda c: (-ent_count.get(c, 0), order.get(c, n_cand)))
                 lex_ids = lex_ids[:n_cand]
             texts = _chunk_texts(conn, lex_ids)
-            idf = _idf(kb, conn, generation, terms, total)
             mass = sum(idf.values()) or 1.0
             patterns = {t: term_pattern(t) for t in terms}
             for cid in lex_ids:
@@ -269,15 +392,18 @@ def hybrid_search(
             lists.weight["lexical"] = weights
         timings["lexical"] = (time.perf_counter() - t1) * 1000
 
+        if pending is not None:
+            tw = time.perf_counter()
+            qv = pending.result()
+            timings["embed_wait"] = (time.perf_counter() - tw) * 1000
+        assert qv is not None
+
         # 2. Dense.
         t2 = time.perf_counter()
         if len(dense.ids):
-            # Kept even when dense does not fuse: channels need it. einsum, not `@`:
-            # a matrix-vector `@` goes to multi-threaded BLAS gemv, whose threads stall
-            # whenever another process holds a core (p50 16-20 ms even at 5k chunks on
-            # a busy 2-core box); einsum's single-threaded SIMD loop takes 0.3 ms at 5k
-            # and is memory-bound at 50k (see docs/performance.md).
-            cosines = np.einsum("ij,j->i", dense.matrix, qv)
+            # Kept even when dense does not fuse: channels need it. Integer kernel over
+            # the quantised matrix, the top 2 x candidates re-scored with the float query.
+            cosines = dense.cosines(qv, rescore=2 * n_cand)
             n = min(n_cand, len(cosines))
             top = np.argpartition(-cosines, n - 1)[:n]
             top = top[np.argsort(-cosines[top], kind="stable")]
@@ -300,11 +426,16 @@ def hybrid_search(
             "graph": float(cfg["graph_weight"]),
         }
         fused = _fuse(lists, channel_weights, rrf_k)
+        if float(cfg.get("doc_evidence", 0.0)) > 0:
+            fused = _doc_evidence(conn, fused, lists, float(cfg["doc_evidence"]))
+        lists.hybrid_top = fused[0][1] if fused else None
+        lists.channel = channel_name
         if graph is not None:
             t3 = time.perf_counter()
             ctx = ChannelContext(
                 kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
                 roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
+                fused=list(fused[:n_cand]),
             )
             graph_hits = (graph.search(ctx) or [])[:n_cand]
             # An empty list (a sparse graph, nothing to add) leaves the two-list search
@@ -350,7 +481,37 @@ def hybrid_search(
     abstain_below = float(cfg["abstain_below"])
     abstained = confidence is not None and confidence < abstain_below
     timings["total"] = (time.perf_counter() - t0) * 1000
-    return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings)
+    return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings,
+                        embedding=embedding)
+
+
+def _embedding_progress(store: Any, held: int) -> dict[str, Any] | None:
+    """How far a running (or interrupted) sync's embedding phase got; None when done."""
+    pending = int(store.get_meta("embedding_pending") or 0)
+    if pending <= 0:
+        return None
+    total = int(store.get_meta("embedding_total") or pending)
+    return {"embedded": max(0, total - pending), "total": total, "pending": pending,
+            "lexical_only": held == 0}
+
+
+_POOL: Any = None
+
+
+def _embed_in_background(embedder: Any, fn: Any) -> Any:
+    """Start ``fn`` (the query embedding) on a worker thread; None to run it inline.
+
+    Only for embedders that declare ``thread_safe = True`` (the hookspec does
+    not promise it). One worker, created once; the hand-off costs ~0.1 ms.
+    """
+    global _POOL
+    if not getattr(embedder, "thread_safe", False):
+        return None
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pinakes-embed")
+    return _POOL.submit(fn)
 
 
 def _lexical_weights(coverage: dict[int, float], ids: list[int], mode: str, power: float
@@ -522,6 +683,42 @@ def _final_ranking(graph_hits: Sequence[tuple[int, float]],
     return out
 
 
+def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: _Lists, weight: float
+                  ) -> list[tuple[int, float]]:
+    """Lift each document's best chunk by ``weight`` times its second-best chunk's score.
+
+    A document two of whose sections match the query is better evidence than
+    one with a single matching section next to unrelated ones: the README's
+    own question about fusing rankings found one stray paragraph of the
+    PageRank page above the RRF page whose every section answers it. The
+    second section counts only when *every* fused list found it (lexically and
+    densely): with one list, any long document's stray matches would add up,
+    which cost BM25 alone 15 points of R@2 on 2Wiki. Only the best chunk moves;
+    the others keep their scores (``[retrieval] doc_evidence``; 0 switches it off).
+    """
+    present = [set(ids) for ids in lists.ranked.values() if ids]
+    if not fused or len(present) < 2:
+        return fused
+    doc_of: dict[int, int] = {}
+    ids = [cid for cid, _ in fused]
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ",".join("?" * len(part))
+        doc_of.update((int(r[0]), int(r[1])) for r in conn.execute(
+            f"SELECT id, doc FROM chunks WHERE id IN ({marks})", part))
+    best: dict[int, int] = {}
+    second: dict[int, float] = {}
+    for cid, score in fused:  # best first
+        doc = doc_of.get(cid, -cid)
+        if doc not in best:
+            best[doc] = cid
+        elif doc not in second and all(cid in ids for ids in present):
+            second[doc] = score
+    lift = {best[d]: weight * sc for d, sc in second.items()}
+    out = [(cid, score + lift.get(cid, 0.0)) for cid, score in fused]
+    return sorted(out, key=lambda kv: (-kv[1], kv[0]))
+
+
 def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:
     scores: dict[int, float] = {}
     for name, ids in lists.ranked.items():
@@ -593,3 +790,97 @@ def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str
             inside.append((a + shift, b + shift))
             last = b
     return prefix + window + suffix, inside
+
+
+# --- results grouped by document (what `pnk search` shows a person) --------------------
+
+#: Chunks retrieved to fill k documents: the engine's cap, as ``pnk eval`` retrieves
+#: (its ``CHUNKS``), so the documents a person sees are the ones eval scores.
+DOCUMENT_CHUNKS = MAX_K
+
+
+@dataclass
+class DocumentHit:
+    """One document of a grouped result: its best chunk, then its other matching chunks.
+
+    A document ranks by its best chunk (its first appearance in the chunk
+    ranking), the same collapse ``pnk eval`` applies before it counts recall, so
+    the order a person reads is the order that is measured.
+    """
+
+    kb: str
+    doc_id: str
+    title: str
+    path: str
+    score: float
+    best: Hit
+    more: list[Hit] = field(default_factory=list)  # other matching chunks, best first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kb": self.kb,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "path": self.path,
+            "score": self.score,
+            "best": self.best.to_dict(),
+            "more": [
+                {"chunk_id": h.chunk_id, "ordinal": h.ordinal, "heading_path": list(h.heading_path),
+                 "start_line": h.start_line, "score": h.score, "ranks": dict(h.ranks)}
+                for h in self.more
+            ],
+        }
+
+
+def group_by_document(hits: Sequence[Hit], k: int | None = None) -> list[DocumentHit]:
+    """Group ranked chunks by document (per KB), best first; at most ``k`` documents.
+
+    Only the chunks given are grouped: to fill ``k`` documents, search for
+    :data:`DOCUMENT_CHUNKS` chunks first (see :func:`documents_result`).
+    """
+    groups: dict[tuple[str, str], DocumentHit] = {}
+    for h in hits:
+        key = (h.kb, h.doc_id)
+        group = groups.get(key)
+        if group is None:
+            if k is not None and len(groups) >= k:
+                continue  # a later document: beyond the k asked for
+            groups[key] = DocumentHit(h.kb, h.doc_id, h.title, h.path, h.score, h)
+        else:
+            group.more.append(h)
+    return list(groups.values())
+
+
+@dataclass
+class DocumentResult:
+    """A search grouped by document, and the ``k`` best chunks it came from.
+
+    ``chunks`` is exactly what a chunk search for ``k`` returns (and what the
+    MCP tool returns): the graph channel is seeded from the same ``k`` roots
+    and the confidence reads the same top hit, so asking for more chunks to
+    fill the documents changes neither.
+    """
+
+    chunks: SearchResult
+    documents: list[DocumentHit]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``SearchResult.to_dict()`` (``hits``: the k best chunks) plus ``documents``."""
+        out = self.chunks.to_dict()
+        out["documents"] = [d.to_dict() for d in self.documents]
+        return out
+
+
+def documents_result(result: SearchResult, k: int) -> DocumentResult:
+    """Turn a search for :data:`DOCUMENT_CHUNKS` chunks (with ``graph_roots=k``) into k documents.
+
+    The chunk list is cut back to ``k`` for :attr:`DocumentResult.chunks`;
+    the documents are grouped from the whole longer list.
+    """
+    import copy
+
+    k = max(1, min(int(k), MAX_K))
+    chunks = copy.copy(result)  # keeps a subclass's fields (a fleet search's ``skipped``)
+    chunks.hits = list(result.hits[:k])
+    chunks.timings_ms = dict(result.timings_ms)
+    return DocumentResult(chunks, group_by_document(result.hits, k))

@@ -4,8 +4,9 @@
 no migrations: its *signature* (``SCHEMA_VERSION``, the FTS tokenizer, the
 embedder id and every plugin's schema version) is recorded in ``meta``; a
 store with another signature is deleted and rebuilt by the next sync. The
-embedding cache lives in a separate ``cache.db`` keyed by (model, content
-hash), so a rebuild, a rename or a moved section is never re-embedded.
+embedding cache lives outside the KB, per user (:mod:`pinakes.embcache`), keyed
+by (model, content hash), so a rebuild, a deleted ``.pinakes/``, a rename or a
+moved section is never re-embedded.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .embcache import EmbeddingCache
 from .errors import PinakesError, StoreBusy
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "5"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -60,9 +62,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     hash TEXT NOT NULL,               -- of the embedded text; the embedding cache key
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
-    vec BLOB                          -- little-endian float32
+    vec BLOB                          -- uint8 codes + float32 scale (pinakes.quant)
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc, ordinal);
+-- Chunks still waiting for a vector (a first sync embeds after committing, sync.py
+-- phase 4): partial, so it is empty, and free, once everything is embedded.
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(hash) WHERE vec IS NULL;
 CREATE TABLE IF NOT EXISTS problems (
     path TEXT NOT NULL,
     message TEXT NOT NULL
@@ -87,6 +92,9 @@ CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
 CREATE INDEX IF NOT EXISTS links_key ON links(key COLLATE NOCASE);
 """
 
+# The layout of the old in-KB ``.pinakes/cache.db``. Chunk vectors now live in the
+# per-user cache (pinakes/embcache.py); this stays for plugins that keep their own
+# small caches in that file (pinakes-mentions' entity-label vectors).
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
@@ -191,7 +199,8 @@ class Store:
         self.state_dir = state_dir
         self.signature = signature
         self.conn = conn
-        self._cache: sqlite3.Connection | None = None
+        self._cache: EmbeddingCache | None = None
+        self._cache_opened = False
 
     # --- opening ---------------------------------------------------------
 
@@ -241,9 +250,13 @@ class Store:
         conn = _connect(path)
         conn.executescript(CORE_SCHEMA)
         conn.executescript(GRAPH_SCHEMA)
+        # Contentless (content=''): the index keeps only its inverted lists, never a
+        # second copy of the text, which `chunks` and `documents` already hold.
+        # Search reads only rowids and bm25(); sync deletes a row by giving back the
+        # values it indexed (sync._delete_chunks).
         conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
-            f"title, heading, body, tokenize='{_TOKENIZE[tokenizer]}')"
+            f"title, heading, body, content='', tokenize='{_TOKENIZE[tokenizer]}')"
         )
         for _name, _version, sql in plugin_schemas:
             conn.executescript(sql)
@@ -321,54 +334,47 @@ class Store:
     # --- embedding cache ------------------------------------------------------
 
     @property
-    def cache(self) -> sqlite3.Connection:
-        if self._cache is None:
-            self._cache = _connect(self.state_dir / "cache.db")
-            self._cache.executescript(CACHE_SCHEMA)
+    def cache(self) -> EmbeddingCache | None:
+        """The per-user embedding cache, opened on first use (None when it cannot be opened)."""
+        if not self._cache_opened:
+            self._cache_opened = True
+            self._cache = EmbeddingCache.open_or_none()
         return self._cache
 
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, bytes]:
-        """Vectors already computed for these content hashes (the rest must be embedded)."""
-        found: dict[str, bytes] = {}
-        for start in range(0, len(hashes), 500):
-            part = hashes[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.cache.execute(
-                f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({marks})",
-                (model, *part),
-            ):
-                found[row[0]] = row[1]
-        return found
+        """Vectors (float32 bytes) already computed for these content hashes; the rest must be embedded."""
+        cache = self.cache
+        return {} if cache is None else cache.get(model, hashes)
 
     def cache_vectors(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
         """Remember vectors by content hash; committed at once so a killed sync keeps them."""
-        now = time.time()
-        with contextlib.closing(self.cache.cursor()) as cur:
-            cur.execute("BEGIN")
-            cur.executemany(
-                "INSERT OR REPLACE INTO embeddings(model, hash, vec, updated) VALUES (?, ?, ?, ?)",
-                [(model, h, np.asarray(v, "<f4").tobytes(), now) for h, v in items],
-            )
-            cur.execute("COMMIT")
+        cache = self.cache
+        if cache is not None:
+            cache.put(model, items)
 
     # --- reading ----------------------------------------------------------------
 
-    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """All chunk vectors as one float32 matrix, with the chunk ids of its rows.
+    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All chunk vectors, quantised: ``(ids int64, codes uint8 (n, dim), scale float32)``.
 
-        Each blob is copied into a preallocated matrix as the cursor yields it, so
-        peak memory is the matrix itself rather than every blob (``fetchall``)
-        plus their concatenation: 105 MB instead of 192 MB of peak RSS at 50k
-        384-d chunks, in the same time (docs/performance.md).
+        A stored vector is ``codes + float32 scale`` (``pinakes.quant``): 388
+        bytes per 384-d chunk. Each blob is copied into preallocated arrays as
+        the cursor yields it, so peak memory is the arrays themselves rather
+        than every blob (``fetchall``) plus their concatenation.
         """
         n = self.conn.execute("SELECT count(*) FROM chunks WHERE vec IS NOT NULL").fetchone()[0]
-        width = dim * 4
+        width = dim + 4
         ids = np.empty(n, dtype=np.int64)
-        matrix = np.empty((n, dim), dtype="<f4")
-        buf = memoryview(matrix).cast("B")
+        if n == 0:  # nothing embedded yet (a first sync's phase 4 has not run)
+            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+        codes = np.empty((n, dim), dtype=np.uint8)
+        scale = np.empty(n, dtype="<f4")
+        cbuf = memoryview(codes).cast("B")
+        sbuf = memoryview(scale).cast("B")
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples: no Row object per vector
         i = 0
+        complete = False
         for cid, blob in cur.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ):
@@ -377,25 +383,27 @@ class Store:
             if i == n:
                 break  # more rows than counted: a sync committed in between (no snapshot)
             ids[i] = cid
-            buf[i * width : (i + 1) * width] = blob
+            cbuf[i * dim : (i + 1) * dim] = blob[:dim]
+            sbuf[i * 4 : i * 4 + 4] = blob[dim:]
             i += 1
         else:
-            if i == n:
-                return ids, matrix
-        return self._load_vectors_at_once(dim)
+            complete = i == n
+        if not complete:
+            return self._load_vectors_at_once(dim)
+        return ids, codes, scale.astype(np.float32, copy=False)
 
-    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``load_vectors`` in one statement (2.5x the memory): used only after a race."""
         rows = self.conn.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if not rows:
-            return ids, np.zeros((0, dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        if matrix.shape[1] != dim:
+            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+        packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
+        if packed.shape[1] != dim + 4:
             raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
-        return ids, matrix
+        return ids, np.ascontiguousarray(packed[:, :dim]), _scales(packed[:, dim:])
 
     def document_problems(self) -> list[tuple[str, str]]:
         """Every problem the last sync reported, as (path, message)."""
@@ -403,6 +411,11 @@ class Store:
         for row in self.conn.execute("SELECT path, problems FROM documents WHERE problems != '[]'"):
             out.extend((row[0], msg) for msg in json.loads(row[1]))
         return sorted(out)
+
+
+def _scales(tail: np.ndarray) -> np.ndarray:
+    """The float32 scales from the last 4 bytes of each packed row."""
+    return np.ascontiguousarray(tail).view("<f4").reshape(-1).astype(np.float32)
 
 
 def _read_signature(path: Path) -> str | None:

@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
+from .moves import recognise_moves
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
@@ -133,6 +136,8 @@ class PreparedDoc:
     parsed: ParsedDocument
     chunk_rows: list[dict[str, Any]] = field(default_factory=list)
     sidecar: Sidecar | None = None
+    fm_problems: list[str] = field(default_factory=list)  # the document's own (not its sidecar's)
+    awaiting: bool = False  # no sidecar yet: maybe a move whose sidecar stayed behind
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -185,7 +190,7 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     existing = {
         row["path"]: row
         for row in store.conn.execute(
-            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_stat FROM documents"
+            "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_path, sidecar_stat FROM documents"
         )
     }
     seen: set[str] = set()
@@ -254,10 +259,11 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             continue
         seen.add(rel)
         sc_path = root / sc_rel
-        doc = _prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder, report, root=root)
-        doc.sidecar_stat = _stat_key(sc_path)
-        prepared.append(doc)
+        prepared.append(_prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder,
+                                 report, mint=old is not None, root=root))
 
+    # A document moved without its sidecar (git mv, mv) takes its old sidecar (moves.py).
+    swaps = recognise_moves(store, root, mode, files, existing, seen, prepared, report, problems)
     removed = [row for path, row in existing.items() if path not in seen]
     # A document that vanished from one path and appeared at another with the same
     # ULID was renamed (moved with its sidecar): it keeps its internal key.
@@ -267,8 +273,10 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         if doc.rel not in existing and doc.ulid in vanished and not doc.provisional:
             renames[doc.rel] = vanished.pop(doc.ulid)
     removed = [row for row in removed if row["ulid"] in vanished]
+    renames.update(swaps)
 
-    # Phase 2: vectors, from the cache where possible.
+    # Phase 2: vectors, from the cache where possible. A large embedding job is
+    # left to phase 4, after the documents are committed and searchable.
     _embed(kb, store, prepared, report, progress)
 
     # Phase 3: one transaction.
@@ -283,8 +291,10 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             )
         changed_keys: list[int] = []
         previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
+        for rel in swaps:  # documents that exchanged paths: free the paths first (UNIQUE)
+            conn.execute("UPDATE documents SET path = '//swap/' || doc WHERE path = ?", (rel,))
         for doc in prepared:
-            old = existing.get(doc.rel) or renames.get(doc.rel)
+            old = renames.get(doc.rel) or existing.get(doc.rel)
             # A changed or renamed document keeps its internal key, so graph nodes
             # and edges that other documents hold towards it stay valid.
             changed_keys.append(
@@ -319,12 +329,14 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("dim", str(embedder.dim))
         crash_point("apply-commit")
     report.generation = generation
+    # Phase 4: embed what phase 2 left (this sync's large job, or an interrupted one's).
+    _embed_pending(kb, store, report, progress)
 
     report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
     report.removed = [row["path"] for row in removed]
     renamed_to = set(renames)
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
-    report.changed = [d.rel for d in prepared if d.rel in existing]
+    report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
     report.problems = [f"{p}: {m}" for p, m in problems]
     for doc in prepared:
         report.problems.extend(doc.problems)
@@ -344,7 +356,12 @@ def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
 
 def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
              sc_path: Path, budget: int, embedder: Any, report: SyncReport,
-             root: Path | None = None) -> PreparedDoc:
+             mint: bool = True, root: Path | None = None) -> PreparedDoc:
+    """Read and chunk a changed document, and give it its identity from its sidecar.
+
+    With ``mint=False`` a document without a sidecar gets none yet (``awaiting``):
+    it may be a moved document whose sidecar stayed behind (see :mod:`.moves`).
+    """
     parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
     problems: list[str] = []
     if parsed.front_matter_error:
@@ -352,39 +369,61 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
                         if parsed.front_matter_error.startswith("line ")
                         else f"{rel}: {parsed.front_matter_error}")
     fm = parsed.front_matter
-    fallback_title = parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
+    if not parsed.chunks:
+        # Every document gets at least one chunk, so an empty or front-matter-only
+        # document is still found by its title (and description).
+        desc = fm.get("description")
+        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
+    doc = PreparedDoc(
+        rel=rel, ulid="", provisional=True, title="", tags=[],
+        meta={"front_matter": fm, "sidecar": {}}, size=st.st_size, mtime_ns=st.st_mtime_ns,
+        hash=digest, sidecar_rel=sc_rel, sidecar_stat="", problems=problems, parsed=parsed,
+        fm_problems=list(problems),
+    )
+    doc.awaiting = not identify(doc, sc_path, report, mint=mint, root=root)
+    return doc
+
+
+def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = True,
+             root: Path | None = None) -> bool:
+    """Take ``doc``'s id, title, tags and sidecar from the sidecar at ``sc_path``.
+
+    A missing sidecar is written (a fresh ULID) when ``mint``; otherwise nothing
+    changes and False is returned. Called again after a sidecar was moved or
+    swapped to this document, so it rebuilds every sidecar-derived field.
+    """
+    rel, sc_rel = doc.rel, doc.sidecar_rel
+    fm = doc.meta["front_matter"]
+    fallback_title = doc.parsed.title or Path(rel).stem.replace("-", " ").replace("_", " ")
     sc = read_sidecar(sc_path, display=sc_rel, root=root)
-    provisional = False
     if not sc.exists:
-        ulid = new_ulid()
-        atomic_write(sc_path, skeleton(ulid, fallback_title))
+        if not mint:
+            return False
+        atomic_write(sc_path, skeleton(new_ulid(), fallback_title))
         report.sidecars_created.append(sc_rel)
-        sc = read_sidecar(sc_path, display=sc_rel)
+        sc = read_sidecar(sc_path, display=sc_rel, root=root)
+    problems = list(doc.fm_problems)
     if sc.error:
         problems.append(sc.error + " (the document is indexed with what could be read)")
     ulid = sc.id if sc.id and is_ulid(sc.id) else None
+    provisional = False
     if ulid is None:
         # Never rewrite a sidecar the user must fix: index under a stable provisional id.
         provisional = True
         ulid = _provisional_id(rel)
         if not sc.error:
             problems.append(f"{sc_rel}:1: no `id:`; indexed under a provisional id until one is added")
-    title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
-    tags = sc.tags or _fm_tags(fm)
-    if not parsed.chunks:
-        # Every document gets at least one chunk, so an empty or front-matter-only
-        # document is still found by its title (and description).
-        desc = fm.get("description")
-        parsed.chunks.append(Chunk(0, (), str(desc) if isinstance(desc, str) else "", 1, 1))
-    meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
-    return PreparedDoc(
-        rel=rel, ulid=ulid, provisional=provisional, title=title, tags=tags, meta=meta,
-        size=st.st_size, mtime_ns=st.st_mtime_ns, hash=digest, sidecar_rel=sc_rel,
-        sidecar_stat="", problems=problems, parsed=parsed,
-        # Only its links are read later (links.rows_for); a ruamel map costs ~5 KB per
-        # document, which at 100,000 new documents was a third of the sync's peak memory.
-        sidecar=sc if isinstance(sc.data.get("links"), list) and sc.data.get("links") else None,
-    )
+    # Only a sidecar's links are read later (links.rows_for); a ruamel map costs ~5 KB per
+    # document, which at 100,000 new documents was a third of the sync's peak memory.
+    links = sc.data.get("links")
+    doc.ulid, doc.provisional, doc.problems = ulid, provisional, problems
+    doc.sidecar = sc if isinstance(links, list) and links else None
+    doc.title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
+    doc.tags = sc.tags or _fm_tags(fm)
+    doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
+    doc.sidecar_stat = _stat_key(sc_path)
+    doc.awaiting = False
+    return True
 
 
 def _fm_tags(fm: dict[str, Any]) -> list[str]:
@@ -409,8 +448,20 @@ def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
     return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
 
 
+#: Up to this many chunks to embed, a sync embeds before committing (one atomic
+#: transaction, as for an edit); more, and the documents are committed first with
+#: no vectors, searchable lexically at once, and embedded afterwards (phase 4).
+INLINE_EMBED_MAX = 64
+#: Phase 4 commits vectors in batches of this many chunks, so an interrupted sync
+#: keeps them, and moves the store generation (readers reload) at most this often.
+PENDING_BATCH = 256
+PENDING_RELOAD_S = 15.0
+
+
 def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
            progress: ProgressFn | None) -> None:
+    from .embcache import canonical
+
     embedder = kb.embedder
     model = embedder.id
     pending: dict[str, str] = {}  # hash -> text
@@ -426,12 +477,13 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
     report.chunks_cached = sum(len(d.chunk_rows) for d in docs) - sum(
         1 for d in docs for r in d.chunk_rows if r["hash"] not in cached
     )
+    if len(todo) > INLINE_EMBED_MAX:
+        todo = []  # phase 4 embeds them once the documents are committed
     t0 = time.perf_counter()
     done = 0
-    batch = 256  # cache commit granularity: a killed sync keeps all finished batches
     bs = int(kb.config.section("embedding").get("batch_size", 32))
-    for start in range(0, len(todo), batch):
-        part = todo[start : start + batch]
+    for start in range(0, len(todo), PENDING_BATCH):
+        part = todo[start : start + PENDING_BATCH]
 
         def tick(n: int, _base: int = done) -> None:
             nonlocal done
@@ -443,19 +495,122 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         vecs = embedder.embed([t for _, t in part], batch_size=bs, progress=tick)
         store.cache_vectors(model, [(h, v) for (h, _), v in zip(part, vecs, strict=True)])
         for (h, _), v in zip(part, vecs, strict=True):
-            vectors[h] = v.astype("<f4").tobytes()
+            vectors[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
     report.embed_seconds = time.perf_counter() - t0
-    report.chunks_embedded = sum(
-        1 for d in docs for r in d.chunk_rows if r["hash"] not in cached
-    )
+    report.chunks_embedded = len(todo)
+    # The index stores quantised vectors (pinakes.quant); the cache keeps float32.
+    packed = _pack_vectors(vectors, embedder.dim)
     for doc in docs:
         for row in doc.chunk_rows:
-            row["vec"] = vectors[row["hash"]]
+            row["vec"] = packed.get(row["hash"])  # None: embedded in phase 4
 
 
-def _delete_chunks(conn: Any, doc_key: int) -> None:
-    conn.execute(
-        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc = ?)", (doc_key,)
+def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
+    """Phase 4: embed every chunk still without a vector, committing batch by batch.
+
+    The documents are already committed, so the KB is searchable lexically
+    while this runs (``embedding_pending`` in ``meta`` says how far it got;
+    search and ``pnk status`` report it). Chunks are found in the store, not in
+    this sync's work list, so a sync interrupted here is resumed by the next.
+    """
+    conn = store.conn
+    rows = conn.execute(
+        "SELECT c.hash, d.title, c.heading_path, c.text FROM chunks c "
+        "JOIN documents d ON d.doc = c.doc WHERE c.vec IS NULL ORDER BY c.id"
+    ).fetchall()
+    if not rows:
+        if store.get_meta("embedding_pending") not in (None, "0"):
+            with store.transaction():
+                store.set_meta("embedding_pending", "0")
+        return
+    from .embcache import canonical
+
+    embedder = kb.embedder
+    model = embedder.id
+    texts: dict[str, str] = {}
+    for h, title, heading_json, text in rows:
+        texts.setdefault(h, embed_text(title, tuple(json.loads(heading_json)), text))
+    total = len(texts)
+    bs = int(kb.config.section("embedding").get("batch_size", 32))
+    t0 = time.perf_counter()
+    last_bump = time.monotonic()
+    done = 0
+    embedded = 0
+    hashes = list(texts)
+    with store.transaction():
+        store.set_meta("embedding_pending", str(total))
+        store.set_meta("embedding_total", str(total))
+    for start in range(0, total, PENDING_BATCH):
+        part = hashes[start : start + PENDING_BATCH]
+        # Another sync, or another KB sharing the cache, may have embedded some.
+        found = store.cached_vectors(model, part)
+        missing = [h for h in part if h not in found]
+        done += len(part) - len(missing)
+        if missing:
+
+            def tick(n: int, _base: int = done) -> None:
+                nonlocal done
+                done += n
+                crash_point("embed-batch")  # test equipment: pinakes/faults.py
+                if progress:
+                    progress("embed", done, total)
+
+            vecs = embedder.embed([texts[h] for h in missing], batch_size=bs, progress=tick)
+            store.cache_vectors(model, list(zip(missing, vecs, strict=True)))
+            for h, v in zip(missing, vecs, strict=True):
+                found[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
+            embedded += len(missing)
+        packed = _pack_vectors(found, embedder.dim)
+        left = total - min(total, start + len(part))
+        with store.transaction() as wconn:
+            wconn.executemany("UPDATE chunks SET vec = ? WHERE hash = ? AND vec IS NULL",
+                              [(packed[h], h) for h in part])
+            store.set_meta("embedding_pending", str(left))
+            if left == 0 or time.monotonic() - last_bump >= PENDING_RELOAD_S:
+                # Readers reload their vectors when the generation moves.
+                report.generation = store.generation + 1
+                store.set_meta("generation", str(report.generation))
+                last_bump = time.monotonic()
+    report.embed_seconds += time.perf_counter() - t0
+    report.chunks_embedded += embedded
+    report.chunks_cached += len(rows) - embedded
+
+
+def _pack_vectors(vectors: dict[str, bytes], dim: int) -> dict[str, bytes]:
+    """Float32 blobs by hash -> the index's quantised blobs, in one vectorised pass."""
+    from .quant import pack_many
+
+    if not vectors:
+        return {}
+    hashes = list(vectors)
+    matrix = np.frombuffer(b"".join(vectors[h] for h in hashes), dtype="<f4").reshape(len(hashes), dim)
+    return dict(zip(hashes, pack_many(matrix), strict=True))
+
+
+def _fts_tokenizer(conn: Any) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    return "trigram" if row and "trigram" in str(row[0]) else "words"
+
+
+def _fts_values(tokenizer: str, title: str, heading_path: list[str] | tuple[str, ...],
+                text: str) -> tuple[str, str, str]:
+    """What ``chunks_fts`` indexes for a chunk: also what deleting it must give back."""
+    seg = (lambda s: s) if tokenizer == "trigram" else segment_cjk
+    return seg(title), seg(" > ".join(heading_path)), seg(text)
+
+
+def _delete_chunks(conn: Any, doc_key: int, tokenizer: str | None = None) -> None:
+    # chunks_fts is contentless: a row is deleted by handing FTS5 the values it
+    # indexed, rebuilt from the chunk and its document exactly as _insert_doc made them.
+    tok = tokenizer or _fts_tokenizer(conn)
+    rows = conn.execute(
+        "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c "
+        "JOIN documents d ON d.doc = c.doc WHERE c.doc = ?", (doc_key,)
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO chunks_fts(chunks_fts, rowid, title, heading, body) "
+        "VALUES ('delete', ?, ?, ?, ?)",
+        [(r[0], *_fts_values(tok, r[1], json.loads(r[2]), r[3])) for r in rows],
     )
     conn.execute("DELETE FROM chunks WHERE doc = ?", (doc_key,))
 
@@ -473,7 +628,7 @@ def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None
         int(doc.provisional), json.dumps(doc.problems),
     )
     if replace is not None:
-        _delete_chunks(conn, replace)
+        _delete_chunks(conn, replace, tokenizer)
         conn.execute(
             "UPDATE documents SET ulid=?, path=?, title=?, tags=?, meta=?, size=?, mtime_ns=?,"
             " hash=?, sidecar_path=?, sidecar_stat=?, provisional=?, problems=? WHERE doc = ?",
@@ -487,11 +642,8 @@ def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None
             values,
         )
         doc_key = int(cur.lastrowid)
-    seg = (lambda s: s) if tokenizer == "trigram" else segment_cjk
-    title_fts = seg(doc.title)
     for row in doc.chunk_rows:
         chunk = row["chunk"]
-        heading = " > ".join(chunk.heading_path)
         cur = conn.execute(
             "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec)"
             " VALUES (?,?,?,?,?,?,?,?)",
@@ -500,6 +652,6 @@ def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None
         )
         conn.execute(
             "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?, ?, ?, ?)",
-            (cur.lastrowid, title_fts, seg(heading), seg(chunk.text)),
+            (cur.lastrowid, *_fts_values(tokenizer, doc.title, chunk.heading_path, chunk.text)),
         )
     return doc_key

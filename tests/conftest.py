@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -10,11 +12,21 @@ import pytest
 
 from pinakes import KB
 
+# The per-user embedding cache (pinakes/embcache.py) never lands in the real home:
+# session fixtures made before any test's own folder is set use this one.
+os.environ["PINAKES_CACHE_DIR"] = tempfile.mkdtemp(prefix="pinakes-test-cache-")
+os.environ.pop("PINAKES_CACHE_MAX_SIZE", None)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the developer's real fleet registry."""
+    """No test reads or writes the developer's real fleet registry or embedding cache.
+
+    Each test gets an empty embedding cache, so a test that counts embedded
+    chunks never depends on what another test embedded.
+    """
     monkeypatch.setenv("PINAKES_USER_PATH", str(tmp_path_factory.mktemp("user")))
+    monkeypatch.setenv("PINAKES_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.delenv("PINAKES_KB", raising=False)
     monkeypatch.delenv("PINAKES_RAISE_ERRORS", raising=False)
 
@@ -70,6 +82,22 @@ def example_kb_copy(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
     kb.sync()
     kb.close()
     return root
+
+
+@pytest.fixture(scope="session")
+def example_kb_links_only(example_kb_copy: Path, tmp_path_factory: pytest.TempPathFactory,
+                          embedder) -> KB:
+    """The example KB without title-mention edges (its authored links and structure only)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("example-links") / "retrieval-kb"
+    shutil.copytree(example_kb_copy, root)  # with .pinakes: the rebuild re-embeds nothing
+    with open(root / "pinakes.toml", "a", encoding="utf-8") as fh:
+        fh.write("\n[graph]\nmentions = false\n")
+    kb = KB.open(root)
+    kb._embedder = embedder
+    kb.sync()
+    return kb
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ def test_serve_answers_consistently_while_sync_runs(tmp_path: Path) -> None:
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(tmp_path / "user")
+    env["PINAKES_CACHE_DIR"] = os.environ.get("PINAKES_CACHE_DIR", str(tmp_path / "cache"))  # never the real home
     return env
 
 

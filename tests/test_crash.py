@@ -43,6 +43,7 @@ def test_crash_harness_small(tmp_path: Path) -> None:
 def _env(tmp_path: Path, crash_at: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(tmp_path / "user")
+    env["PINAKES_CACHE_DIR"] = str(tmp_path / "cache")  # fresh: the embed-batch point must be reached
     if crash_at:
         env["PINAKES_CRASH_AT"] = crash_at
     return env

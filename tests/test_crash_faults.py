@@ -40,6 +40,7 @@ INJECTED: dict[str, int] = {}
 def _env(user: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(user)
+    env["PINAKES_CACHE_DIR"] = os.environ.get("PINAKES_CACHE_DIR", str(user / "cache"))  # never the real home
     return env
 
 

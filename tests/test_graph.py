@@ -328,7 +328,10 @@ EXPAND_QUESTIONS = [
 
 
 @pytest.mark.parametrize(("question", "first", "second"), EXPAND_QUESTIONS)
-def test_expand_reaches_linked_documents_on_the_example_kb(example_kb, question, first, second) -> None:
+def test_expand_reaches_linked_documents_on_the_example_kb(example_kb_links_only, question, first,
+                                                           second) -> None:
+    example_kb = example_kb_links_only  # authored links are what this channel must follow
+
     def docs(channel: str) -> list[str]:
         out: list[str] = []
         for h in example_kb.search(question, k=5, channel=channel).hits:
@@ -336,7 +339,13 @@ def test_expand_reaches_linked_documents_on_the_example_kb(example_kb, question,
                 out.append(h.path)
         return out
 
-    off, ex = docs("off"), docs("expand")
+    # The channel's own reach, measured against the hybrid without its document-evidence
+    # lift (which, since, finds the first of these three on its own).
+    example_kb.config.data["retrieval"]["doc_evidence"] = 0.0
+    try:
+        off, ex = docs("off"), docs("expand")
+    finally:
+        example_kb.config.data["retrieval"]["doc_evidence"] = 0.3
     assert first in off and second not in off
     assert second in ex
     linked = example_kb.reader().conn.execute(
@@ -346,10 +355,10 @@ def test_expand_reaches_linked_documents_on_the_example_kb(example_kb, question,
     assert linked, f"{first} and {second} should be joined by an authored link"
 
 
-def test_doctor_reports_hubs_and_flags_glue_tags(make_kb) -> None:
+def test_doctor_reports_hubs_and_flags_glue_tags(make_kb) -> None:  # tag hubs only: no mentions
     files = {f"n{i}.md": f"---\ntags: [misc{', rare' if i == 0 else ''}]\n---\n# N{i}\n\nnote {i}\n"
              for i in range(6)}
-    kb = make_kb(files)
+    kb = make_kb(files, config="[graph]\nmentions = false\n")
     kb.sync()
     report = kb.doctor()
     hubs = {(h["kind"], h["key"]): h["degree"] for h in report["hubs"]}

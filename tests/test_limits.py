@@ -31,6 +31,7 @@ def test_a_50_mb_file_and_a_10_mb_line_are_skipped_in_seconds(tmp_path: Path) ->
             fh.write(para)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env["PINAKES_USER_PATH"] = str(tmp_path / "user")
+    env["PINAKES_CACHE_DIR"] = os.environ.get("PINAKES_CACHE_DIR", str(tmp_path / "cache"))  # never the real home
     t0 = time.monotonic()
     run = subprocess.run([PNK, "sync", "--kb", str(root), "--json"], env=env, capture_output=True,
                          text=True, timeout=180)

@@ -120,7 +120,7 @@ def mcp_kb(make_kb, tmp_path: Path) -> KB:
 
 def _env() -> dict[str, str]:
     env = {"PINAKES_USER_PATH": os.environ["PINAKES_USER_PATH"]}
-    for key in ("PINAKES_LOAD_PLUGINS", "HOME", "PATH", "TMPDIR"):
+    for key in ("PINAKES_CACHE_DIR", "PINAKES_LOAD_PLUGINS", "HOME", "PATH", "TMPDIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env

@@ -82,11 +82,15 @@ DOCS = {
 }
 
 
-def test_off_by_default_and_a_bad_switch_is_a_clear_error(make_kb) -> None:
+def test_on_by_default_off_in_one_line_and_a_bad_switch_is_a_clear_error(make_kb) -> None:
     kb = make_kb(DOCS)
-    assert "mentions" not in kb.edge_derivers()
+    assert "mentions" in kb.edge_derivers()
     kb.sync()
-    assert not mention_edges(kb)
+    assert mention_edges(kb)
+    off = make_kb(DOCS, name="off", config="[graph]\nmentions = false\n")
+    assert "mentions" not in off.edge_derivers()
+    off.sync()
+    assert not mention_edges(off)
     bad = make_kb(DOCS, name="bad", config='[graph]\nmentions = "yes"\n')
     with pytest.raises(ConfigError, match=r"\[graph\] mentions should be true or false"):
         bad.edge_derivers()
@@ -287,7 +291,7 @@ def test_mentions_answer_a_question_only_a_shared_entity_connects(make_kb) -> No
         files[f"noise{i}/note.md"] = (f"# Lighthouse note {i}\n\nLighthouse keepers and harbour lamps, "
                                    f"note {i}: the keeper trims the lamp.\n")
     q = "where did the keeper of the harbour lighthouse grow up"
-    plain = make_kb(files, name="plain")
+    plain = make_kb(files, name="plain", config="[graph]\nmentions = false\n")
     plain.sync()
     kb = make_kb(files, name="with-mentions", config=ON)
     kb.sync()
@@ -323,7 +327,12 @@ def test_pnk_doctor_shows_entity_hubs(make_kb) -> None:
 
 
 def test_a_dataset_kb_switches_derivers_on_without_re_embedding(tmp_path: Path, embedder) -> None:
-    """``pnk eval --dataset DIR --graph mentions``: the cached KB gains entity edges."""
+    """``pnk eval --dataset DIR --graph ...``: the cached KB switches derivers without re-embedding.
+
+    Title mentions are on by default; ``--graph`` names derivers to switch on, so a
+    dataset materialised with and without it differs exactly when the switch is
+    not already the default (the materialised pinakes.toml records the choice).
+    """
     from pinakes.evaluation.dataset import load_dataset, materialise
 
     ds = tmp_path / "ds"
@@ -336,7 +345,8 @@ def test_a_dataset_kb_switches_derivers_on_without_re_embedding(tmp_path: Path, 
     (ds / "queries.jsonl").write_text(json.dumps(
         {"id": "q", "text": "When did Lothair II's mother die?", "relevant": ["p1", "p2"],
          "class": "multi-hop"}) + "\n")
-    plain = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder)
+    plain = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder,
+                        graph=("!mentions",))
     assert "mentions" not in plain.kb.edge_derivers()
     on = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder, graph=("mentions",))
     assert on.kb.root == plain.kb.root and on.sync.rebuilt and on.sync.chunks_embedded == 0

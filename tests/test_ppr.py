@@ -342,7 +342,7 @@ def test_empty_graph_gives_an_empty_channel_and_search_unchanged(make_kb, monkey
 def test_a_kb_without_the_plugin_behaves_as_before(make_kb, monkeypatch) -> None:
     kb = make_kb({**BRIDGE, **_noise(3)})
     kb.sync()
-    base = [(h.chunk_id, h.score, h.ranks) for h in kb.search("Harbour Works valve").hits]
+    base = [(h.chunk_id, h.score, h.ranks) for h in kb.search("Harbour Works valve", channel="off").hits]
     others = {k: v for k, v in plugins.get_graph_channels().items() if k != "ppr"}
     monkeypatch.setattr(kb, "graph_channels", lambda: others)
     with pytest.raises(QueryError, match="unknown graph channel 'ppr'"):

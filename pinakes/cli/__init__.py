@@ -62,6 +62,7 @@ def cli() -> None:
 
 
 from . import (  # noqa: E402  (each module registers its commands on `cli`)
+    cache,  # noqa: F401  (pnk cache)
     core,  # noqa: F401  (init, sync, status, search, show, plugins)
     doctor,  # noqa: F401  (pnk doctor)
     eval,  # noqa: F401  (pnk eval)
@@ -93,7 +94,40 @@ def load_plugin_commands() -> None:
             )
 
 
+def _prewarm_embedder(argv: list[str]) -> None:
+    """For ``pnk search``: start creating the default embedder's ONNX session now.
+
+    It takes ~0.5 s and mostly runs outside the GIL, so it overlaps plugin
+    loading and opening the store (docs/performance.md). Skipped when the KB's
+    ``[embedding] model`` is another embedder, or ``PINAKES_PREWARM=0``.
+    """
+    if len(argv) < 2 or argv[1] != "search" or os.environ.get("PINAKES_PREWARM") == "0":
+        return
+    from ..default_plugins import minilm
+
+    def wanted() -> bool:
+        from ..config import find_kb_root, load_config
+
+        kb_arg = os.environ.get("PINAKES_KB")
+        for i, arg in enumerate(argv):
+            if arg == "--kb" and i + 1 < len(argv):
+                kb_arg = argv[i + 1]
+            elif arg.startswith("--kb="):
+                kb_arg = arg[5:]
+        from pathlib import Path
+
+        if kb_arg and not Path(kb_arg).is_dir():
+            # A fleet name (no path separator) most likely uses the default embedder
+            # too; a path that is not a folder is an error the command will report.
+            return kb_arg != "all" and "/" not in kb_arg and not kb_arg.startswith(".")
+        root = find_kb_root(Path(kb_arg) if kb_arg else None)
+        return load_config(root).embedder_id == minilm.MiniLMEmbedder.id
+
+    minilm.prewarm(wanted)
+
+
 def main() -> None:
     """Console-script entry point."""
+    _prewarm_embedder(sys.argv)
     load_plugin_commands()
     cli(prog_name="pnk")

@@ -88,16 +88,27 @@ class _Progress:
 @click.option("--rebuild", is_flag=True, help="Drop the index and rebuild it (embeddings stay cached).")
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another running sync.")
 @click.option("-q", "--quiet", is_flag=True, help="Print problems and the summary only.")
+@click.option("--watch", is_flag=True,
+              help="Keep syncing as files change, until Ctrl-C (docs/watch.md). With --json: one "
+                   "JSON object per line per sync.")
 @json_option
-def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bool) -> None:
+def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bool,
+         json_: bool) -> None:
     """Index what changed since the last sync. Free: no LLM ever runs here.
 
     Unchanged files cost a stat; changed ones are re-chunked and re-embedded
     (cached vectors are reused). Documents without a sidecar get one with a
-    fresh id. Problems (malformed files, links out of the KB, ...) are listed
-    and never stop the rest of the KB from syncing.
+    fresh id; a document moved without its sidecar (git mv, mv) takes its old
+    one along and keeps its id. Problems (malformed files, links out of the
+    KB, ...) are listed and never stop the rest of the KB from syncing.
     """
     kb = open_kb(kb_path)
+    if watch:
+        from .watching import sync_watch
+
+        if rebuild:
+            raise click.UsageError("--rebuild and --watch: rebuild first, then watch")
+        return sync_watch(kb, quiet, json_)
     progress = _Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
     try:
         report = kb.sync(rebuild=rebuild, progress=progress, lock_wait=wait)
@@ -111,6 +122,8 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, json_: bo
             click.echo(f"  new sidecar {rel}")
         if len(report.sidecars_created) > 20:
             click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
+        for old, new in report.renamed[:20]:
+            click.echo(f"  renamed {old} -> {new}")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
     click.echo(f"{kb.name}: {report.summary()}")
@@ -130,21 +143,31 @@ def _human_bytes(n: int) -> str:
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
     """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    from ..embcache import describe
+
     kb = open_kb(kb_path)
     info = kb.status()
+    info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
+    info["cache_bytes"] = cache["bytes"]
     if json_:
         echo_json(info)
         return
     click.echo(f"{info['name']}  ({info['root']})")
+    cache_line = (f"{cache['entries']} vectors, {_human_bytes(cache['bytes'])} of "
+                  f"{_human_bytes(cache['max_bytes'])} max, in {cache['path']}")
     if not info.get("indexed"):
         click.echo("  not indexed yet: run `pnk sync`")
+        click.echo(f"  {'cache':<10} {cache_line}")
         return
     rows = [
         ("documents", info["documents"]),
         ("chunks", info["chunks"]),
-        ("vectors", f"{info['vectors']} x {info['dim']}d"),
+        ("vectors", f"{info['vectors']} x {info['dim']}d"
+                    + (f" (embedding in progress: {info['vectors']:,} of {info['chunks']:,} chunks;"
+                       " an interrupted `pnk sync` resumes it)" if info.get("embedding_pending") else "")),
         ("store", f"{_human_bytes(info['store_bytes'])} (+ {_human_bytes(info['cache_bytes'])} embedding cache)"),
         ("last sync", info["last_sync"]),
+        ("cache", cache_line),
         ("embedder", info["embedder"]),
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
@@ -172,39 +195,118 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @click.option("--kb", "kb_paths", multiple=True, metavar="PATH|NAME|all",
               help="Knowledge base(s) to search: a folder or fleet name, `all` for the whole "
                    "fleet; repeatable (default: $PINAKES_KB, else walk up to pinakes.toml).")
-@click.option("-k", "k", type=click.IntRange(1, 50), help="How many hits (default: [retrieval] k).")
+@click.option("-k", "k", type=click.IntRange(1, 50),
+              help="How many documents (chunks with --chunks) (default: [retrieval] k).")
 @click.option("--entity", "entities", multiple=True, metavar="X",
               help="An exact name or phrase to boost lexically (repeatable).")
 @click.option("--concept", "concepts", multiple=True, metavar="Y",
               help="A concept blended into the query's meaning (repeatable).")
-@click.option("--channel", help="Graph channel for this query: off, or an installed one (e.g. expand).")
+@click.option("--channel", help="Graph channel for this query: off, auto (the default: ppr when installed) or an installed one (e.g. expand).")
+@click.option("--chunks", "chunks", is_flag=True,
+              help="List the k best chunks (sections) one by one, as the MCP tool returns them, "
+                   "instead of grouping them by document.")
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
-           concepts: tuple[str, ...], channel: str | None, json_: bool) -> None:
-    """Hybrid search: BM25 and embeddings together, fused; offline and free."""
+           concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool) -> None:
+    """Hybrid search: BM25 and embeddings together, fused; offline and free.
+
+    Shows the k best documents, each at its best-matching section, with the
+    other sections that matched listed under it; --chunks lists sections one
+    by one instead. --json keeps `hits` (the k best chunks, the MCP tool's
+    shape) and adds `documents` (the grouping), unless --chunks is given.
+    """
     from ..fleet import open_kbs, search_many
+    from ..search import DOCUMENT_CHUNKS, documents_result
 
     refs = list(kb_paths) or ([os.environ["PINAKES_KB"]] if os.environ.get("PINAKES_KB") else [])
-    kbs = open_kbs(refs)
-    result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel)
-    if json_:
-        echo_json(result.to_dict())
+    skipped: list[dict[str, str]] = []
+    kbs = open_kbs(refs, skipped=skipped)
+    want = k or int(kbs[0].config.retrieval["k"])
+
+    def warn(result: Any) -> None:
+        for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
+            click.echo(f"pnk search: warning: skipped {s['kb']}: {s['reason']}", err=True)
+
+    def notice(result: Any) -> None:
+        if getattr(result, "notice", None):  # a first sync is still embedding: say what is missing
+            click.echo(click.style(f"Note: {result.notice}", fg="yellow"), err=True)
+
+    if chunks:
+        result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
+                             skipped=skipped)
+        warn(result)
+        notice(result)
+        if json_:
+            echo_json(result.to_dict())
+            return
+        _print_chunks(result, several=len(kbs) > 1)
         return
+    # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
+    raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
+                      concepts=concepts, channel=channel, graph_roots=want, skipped=skipped)
+    warn(raw)
+    notice(raw)
+    grouped = documents_result(raw, want)
+    if json_:
+        echo_json(grouped.to_dict())
+        return
+    if not grouped.documents:
+        click.echo("No matches.")
+        return
+    for i, doc in enumerate(grouped.documents, 1):
+        _print_hit(i, doc.best, several=len(kbs) > 1)
+        if doc.more:
+            click.echo(click.style("    " + _more_sections(doc), dim=True))
+    _print_confidence(grouped.chunks)
+
+
+def _print_hit(i: int, hit: Any, several: bool) -> None:
+    heading = " > ".join(hit.heading_path)
+    ranks = " ".join(f"{name}#{rank}" if rank else f"{name}:-" for name, rank in hit.ranks.items())
+    where = f"[{hit.kb}] " if several else ""
+    click.echo(
+        click.style(f"{i:>2}. {hit.title}", bold=True)
+        + click.style(f"  {where}{hit.path}:{hit.start_line}", fg="cyan")
+    )
+    if heading:
+        click.echo(f"    § {heading}")
+    click.echo("    " + _highlight(hit.snippet, hit.highlights))
+    click.echo(click.style(f"    score {hit.score:.4f}  {ranks}", dim=True))
+
+
+def _section_label(title: str, heading_path: list[str]) -> str:
+    """A section's heading without the document's own title (its H1), which is already shown."""
+    path = list(heading_path)
+    if path and path[0].strip().casefold() == title.strip().casefold():
+        path = path[1:]
+    return " > ".join(path) or "(intro)"
+
+
+def _more_sections(doc: Any, show: int = 3) -> str:
+    """``+2 more sections: History (line 53) · Limits (line 62)``: the document's other matches."""
+    labels: list[str] = []
+    seen: set[str] = set()
+    for h in doc.more:
+        label = _section_label(doc.title, h.heading_path)
+        if label not in seen:
+            seen.add(label)
+            labels.append(f"{label} (line {h.start_line})")
+    n = len(labels)  # distinct sections: a long section split in two chunks counts once
+    head = f"+{n} more section{'s' if n != 1 else ''}: "
+    rest = f" · +{len(labels) - show} more" if len(labels) > show else ""
+    return head + " · ".join(labels[:show]) + rest
+
+
+def _print_chunks(result: Any, several: bool) -> None:
     if not result.hits:
         click.echo("No matches.")
         return
     for i, hit in enumerate(result.hits, 1):
-        heading = " > ".join(hit.heading_path)
-        ranks = " ".join(f"{name}#{rank}" if rank else f"{name}:-" for name, rank in hit.ranks.items())
-        where = f"[{hit.kb}] " if len(kbs) > 1 else ""
-        click.echo(
-            click.style(f"{i:>2}. {hit.title}", bold=True)
-            + click.style(f"  {where}{hit.path}:{hit.start_line}", fg="cyan")
-        )
-        if heading:
-            click.echo(f"    § {heading}")
-        click.echo("    " + _highlight(hit.snippet, hit.highlights))
-        click.echo(click.style(f"    score {hit.score:.4f}  {ranks}", dim=True))
+        _print_hit(i, hit, several)
+    _print_confidence(result)
+
+
+def _print_confidence(result: Any) -> None:
     conf = "unknown" if result.confidence is None else f"{result.confidence:.2f}"
     line = f"confidence: {conf}"
     if result.abstained:

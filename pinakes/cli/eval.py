@@ -40,8 +40,9 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for materialised datasets (default: $XDG_CACHE_HOME/pinakes/datasets).")
 @click.option("--graph", "graph", multiple=True, metavar="DERIVER",
-              help="With --dataset: switch on an edge deriver in its KB ([graph] DERIVER = true), "
-                   "e.g. mentions or ner; repeatable. (A --golden KB uses its own pinakes.toml.)")
+              help="With --dataset: switch an edge deriver on in its KB ([graph] DERIVER = true), "
+                   "e.g. ner, or off with !DERIVER (e.g. !mentions, on by default); repeatable. "
+                   "(A --golden KB uses its own pinakes.toml.)")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
@@ -112,7 +113,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         source["sampled_from"] = total
 
     channels = kb.graph_channels()
-    default_name = str(kb.config.retrieval["graph_channel"] or "off")
+    default_name = kb.channel_name()
     settings = parse_matrix(matrix or default_name, channels)
     calib_setting = next((s for s in settings if s.channel == (default_name if default_name in channels
                                                                  else "off")
@@ -150,8 +151,8 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
                                 source=f"{source['kind']} {_shown(source['path'], kb.root)} "
                                 f"({calib_setting.name})",
                                 prior=shipped_prior(kb.config.embedder_id),
-                                lists=("dense", "lexical") if calib_setting.channel == "off"
-                                else ("dense", "graph", "lexical"))
+                                graph="" if calib_setting.channel == "off"
+                                else calib_setting.channel)
         target = calibration_out or write_target(kb)
         fit.calibration.save(target)
         run.calibration, run.calibration_path = fit, str(target)

@@ -134,6 +134,68 @@ def _session_options() -> onnxruntime.SessionOptions:
     return opts
 
 
+_SESSIONS: dict[str, Any] = {}  # model path -> InferenceSession, shared in the process
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _shared_session(path: Path) -> onnxruntime.InferenceSession:
+    """The process's session for ``path``, created on first use (under a lock)."""
+    key = str(path)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            import onnxruntime
+
+            session = onnxruntime.InferenceSession(
+                key, sess_options=_session_options(), providers=["CPUExecutionProvider"],
+            )
+            _SESSIONS[key] = session
+    return session
+
+
+def prewarm(wanted: Callable[[], bool] | None = None) -> threading.Thread | None:
+    """Create the model's ONNX session (and the query tokenizer) on a background thread.
+
+    Session creation is ORT's graph optimisation of the int8 model, ~0.4-0.5 s
+    that mostly runs outside the GIL, so a cold ``pnk search`` overlaps it with
+    its imports, plugin loading and store opening instead of paying it after
+    them (docs/performance.md). A missing model is not an error here: the
+    first real ``embed`` reports it. ``wanted`` runs on the thread first (e.g.
+    reading which embedder the KB uses); False skips the work. Returns the
+    thread (None if it could not start).
+    """
+
+    def work() -> None:
+        try:
+            if wanted is not None and not wanted():
+                return
+            _shared_session(_require_file(_locate_model(), MODEL_PACKAGE, "model.onnx"))
+            _warm_tokenizer()
+        except Exception:  # noqa: BLE001 - reported by the first real use instead
+            pass
+
+    try:
+        # Not a daemon: the interpreter waits for it at exit. A daemon thread killed
+        # inside ONNX Runtime's session constructor aborts the process
+        # ("terminate called without an active exception") when a command fails fast.
+        thread = threading.Thread(target=work, name="pinakes-prewarm", daemon=False)
+        thread.start()
+    except RuntimeError:
+        return None
+    return thread
+
+
+_TOKENIZERS: dict[str, Any] = {}  # tokenizer path -> a loaded Tokenizer, for the next instance
+
+
+def _warm_tokenizer() -> None:
+    from tokenizers import Tokenizer
+
+    path = str(_require_file(_locate_tokenizer(), TOKENIZER_PACKAGE, "tokenizer.json"))
+    if path not in _TOKENIZERS:
+        _TOKENIZERS[path] = Tokenizer.from_file(path)
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): 384-d, mean-pooled, L2-normalised vectors.
 
@@ -147,6 +209,7 @@ class MiniLMEmbedder:
     id = "minilm-l6-v2-int8"  # stable id recorded in the store; changing it re-embeds
     dim = 384
     max_tokens = 256  # the window; chunks are sized to fit it
+    thread_safe = True  # search embeds the query on a worker thread (see __init__'s docstring)
 
     def __init__(self) -> None:
         """Prepare lazy state only: loading happens on first use."""
@@ -183,7 +246,8 @@ class MiniLMEmbedder:
                 from tokenizers import Tokenizer
 
                 path = _require_file(_locate_tokenizer(), TOKENIZER_PACKAGE, "tokenizer.json")
-                tok = Tokenizer.from_file(str(path))
+                # One prewarmed copy may be waiting (prewarm); each instance owns its own.
+                tok = _TOKENIZERS.pop(str(path), None) or Tokenizer.from_file(str(path))
                 if counting:
                     tok.no_truncation()
                     tok.no_padding()
@@ -199,19 +263,17 @@ class MiniLMEmbedder:
         return self._load_tokenizer(counting=False), self._load_tokenizer(counting=True)
 
     def _load_session(self) -> onnxruntime.InferenceSession:
-        """Create the ONNX Runtime session once (the expensive part of start-up)."""
+        """Create the ONNX Runtime session once (the expensive part of start-up).
+
+        Sessions are shared per model file within the process, so one that
+        :func:`prewarm` started on a background thread is picked up here.
+        """
         if self._session is not None:
             return self._session
         with self._lock:
             if self._session is None:
-                import onnxruntime
-
                 path = _require_file(_locate_model(), MODEL_PACKAGE, "model.onnx")
-                session = onnxruntime.InferenceSession(
-                    str(path),
-                    sess_options=_session_options(),
-                    providers=["CPUExecutionProvider"],
-                )
+                session = _shared_session(path)
                 self._input_names = frozenset(i.name for i in session.get_inputs())
                 self._session = session
         return self._session

@@ -17,7 +17,20 @@ per-query cost is a few dot products and one tiny SQL lookup:
     the share of the query's IDF mass that the fused top hit contains, and
     the best share any lexical candidate reaches (0 with no lexical list);
 ``agreement``
-    1 when the lexical and the dense lists put the same document first.
+    1 when the lexical and the dense lists put the same document first;
+``graph_used``
+    1 when a graph channel reordered the result (the query named an entity),
+    so a calibration fitted with the default channel on knows how much the
+    graph's reordering is worth.
+
+Every feature but the last is read from the hybrid's own two lists, before
+any graph channel: the channel adds evidence to the ranking, and the
+calibration, fitted with the channel on (``pnk eval --calibrate`` on the
+KB's default channel), maps the hybrid's evidence to the probability that the
+*final* top k holds the answer. A calibration records the channel it was
+fitted with; a search whose graph list comes from another channel gets
+``unknown``. A search in which the channel added nothing is exactly a hybrid
+search, and any calibration applies to it.
 
 A calibration file records the embedder it was fitted for and the feature
 set; a mismatch on either means the numbers no longer mean what they meant,
@@ -44,9 +57,10 @@ from ..fsutil import atomic_write
 if TYPE_CHECKING:
     from ..kb import KB
 
-FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement")
+FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
+            "graph_used")
 #: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
-FEATURE_SET = "v2:" + ",".join(FEATURES)
+FEATURE_SET = "v3:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -80,11 +94,12 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
     top_id = int(hits[0].chunk_id) if hits else -1
     # The best score possible counts lexical and dense even when a list came back empty:
     # an empty lexical list (no query word anywhere) is evidence of "nothing here".
-    weight_of = {"lexical": "lexical_weight", "dense": "dense_weight", "graph": "graph_weight"}
-    present = {"lexical", "dense"} | {name for name in ranked if ranked[name]}
-    best = sum(float(cfg.get(weight_of.get(name, ""), 1.0)) for name in present)
+    # The hybrid's two lists only: the graph's evidence enters as graph_used.
+    best = float(cfg.get("lexical_weight", 1.0)) + float(cfg.get("dense_weight", 1.0))
     rrf_k = float(cfg["rrf_k"])
-    fused_top = float(hits[0].score) * (rrf_k + 1.0) / best if hits and best > 0 else 0.0
+    hybrid_top = getattr(lists, "hybrid_top", None)
+    top_score = float(hybrid_top) if hybrid_top is not None else (float(hits[0].score) if hits else 0.0)
+    fused_top = top_score * (rrf_k + 1.0) / best if hits and best > 0 else 0.0
     if len(cosines) >= 2:
         two = np.partition(cosines, len(cosines) - 2)[-2:]
         cos1, cos2 = float(max(two)), float(min(two))
@@ -110,8 +125,10 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             ).fetchall()
             docs = {int(r[0]): int(r[1]) for r in rows}
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
+    graph_used = 1.0 if ranked.get("graph") else 0.0
     return np.array(
-        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement], dtype=np.float64
+        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used],
+        dtype=np.float64,
     )
 
 
@@ -133,10 +150,21 @@ class Calibration:
     path: Path | None = None
     feature_set: str = FEATURE_SET
     lists: tuple[str, ...] = ("dense", "lexical")  # the fused lists it was fitted on
+    graph: str = ""  # the graph channel it was fitted with ("" = none)
 
     def applies_to(self, lists: Any) -> bool:
-        """Fitted on searches that fused these lists (dense-only, or + graph, differ)."""
-        return set(getattr(lists, "ranked", {})) == set(self.lists)
+        """Fitted on searches like this one: the same hybrid lists, and the same graph channel.
+
+        A search whose channel added nothing is a plain hybrid search, which
+        every calibration covers; one a channel reordered needs a calibration
+        fitted with that channel on.
+        """
+        ranked = getattr(lists, "ranked", {})
+        if {n for n in ranked if n != "graph"} != {n for n in self.lists if n != "graph"}:
+            return False
+        if ranked.get("graph"):
+            return bool(self.graph) and self.graph == getattr(lists, "channel", None)
+        return True
 
     def predict(self, x: np.ndarray) -> np.ndarray | float:
         """P(covered) for one feature vector (a float) or a matrix of them (an array)."""
@@ -163,6 +191,7 @@ class Calibration:
             "intercept": round(float(self.intercept), 8),
             "k": self.k,
             "lists": sorted(self.lists),
+            "graph": self.graph,
             "target": "P(every evidence document is among the documents of the top k hits)",
             **self.meta,
         }
@@ -187,6 +216,7 @@ class Calibration:
                 intercept=float(data["intercept"]), k=int(data.get("k", 10)), meta=meta, path=path,
                 feature_set=str(data.get("feature_set", "")),
                 lists=tuple(str(x) for x in data.get("lists", ("dense", "lexical"))),
+                graph=str(data.get("graph", "") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"{path}: malformed calibration ({exc})") from None
@@ -205,7 +235,7 @@ class Calibration:
 
 
 _MODEL_KEYS = {"version", "kind", "embedder", "feature_set", "features", "mean", "scale", "coef",
-               "intercept", "k", "target", "lists"}
+               "intercept", "k", "target", "lists", "graph"}
 
 
 def _sigmoid(z: Any) -> Any:
@@ -349,6 +379,7 @@ def fit_calibration(
     weights: np.ndarray | None = None,
     prior: Calibration | None = None,
     lists: Sequence[str] = ("dense", "lexical"),
+    graph: str = "",
 ) -> CalibrationFit:
     """Fit on everything; judge by k-fold held-out ECE against the ``before`` probabilities."""
     x = np.asarray(x, dtype=np.float64)
@@ -376,7 +407,7 @@ def fit_calibration(
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     cal = Calibration(embedder_id, FEATURES, mean, scale, coef, b, k=k, meta=meta,
-                      lists=tuple(sorted(lists)))
+                      lists=tuple(sorted(n for n in lists if n != "graph")), graph=graph)
     return CalibrationFit(cal, ece_before, before_label, ece_after, brier, heldout, y,
                           int(min(folds, len(y))))
 
@@ -418,8 +449,8 @@ def write_target(kb: KB) -> Path:
 
 def fit_from_outcomes(outcomes: Sequence[Any], embedder_id: str, *, k: int, folds: int = 5,
                       seed: int = 0, source: str = "", prior: Calibration | None = None,
-                      l2: float | None = None, lists: Sequence[str] = ("dense", "lexical")
-                      ) -> CalibrationFit:
+                      l2: float | None = None, lists: Sequence[str] = ("dense", "lexical"),
+                      graph: str = "") -> CalibrationFit:
     """Fit on one setting's outcomes: covered answerable questions are the positives.
 
     Misses and unanswerable questions are the negatives: in both, the top k
@@ -438,7 +469,7 @@ def fit_from_outcomes(outcomes: Sequence[Any], embedder_id: str, *, k: int, fold
     strength = l2 if l2 is not None else (PRIOR_STRENGTH if prior is not None else 1.0)
     fit = fit_calibration(x, y, embedder_id, k=k, before=before, before_label=label,
                           folds=folds, seed=seed, source=source, prior=prior, l2=strength,
-                          lists=lists)
+                          lists=lists, graph=graph)
     reported = [o.confidence for o in outcomes]
     if outcomes and all(c is not None for c in reported):
         fit.in_force_ece = expected_calibration_error(np.asarray(reported, dtype=np.float64), y)

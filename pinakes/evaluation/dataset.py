@@ -266,7 +266,10 @@ def dataset_config(dataset: Dataset, graph: Sequence[str] = ()) -> str:
         f'[kb]\nname = "{dataset.name}"\ninclude = ["{PASSAGE_DIR}/**/*.md"]\n'
     )
     if graph:
-        config += "\n[graph]\n" + "".join(f"{name} = true\n" for name in sorted(set(graph)))
+        # "NAME" switches a deriver on, "!NAME" off (title mentions are on by default).
+        config += "\n[graph]\n" + "".join(
+            f"{name.lstrip('!')} = {'false' if name.startswith('!') else 'true'}\n"
+            for name in sorted(set(graph)))
     return config
 
 

@@ -197,8 +197,9 @@ class MentionsDeriver:
     """
 
     name = "mentions"
-    #: Off unless ``[graph] mentions = true``: entity edges are eval-gated (research §9).
-    default_enabled = False
+    #: On unless ``[graph] mentions = false``: with the ppr channel, title-mention entities
+    #: pass the default-on gate on 2Wiki, docs-dev and the example KB (docs/benchmarks.md).
+    default_enabled = True
     edge_kind = "mentions"
 
     def __init__(self, settings: Settings | None = None, kb: Any = None) -> None:

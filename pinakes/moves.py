@@ -1,0 +1,281 @@
+"""Moves: a document renamed without its sidecar keeps its identity.
+
+``git mv a.md b.md`` or a plain ``mv`` moves the Markdown file and leaves
+``a.pnk.yaml`` behind. Without this module sync would mint a new ULID for
+``b.md`` and orphan the old sidecar, turning every ``pnk://`` link to the note
+into a dangling one. Sync calls :func:`recognise_moves` after its scan, while
+new documents still wait for a sidecar, and:
+
+* a new document whose bytes equal those of a document that vanished in this
+  same sync (its file gone, its sidecar still there and still carrying its id)
+  takes that sidecar: it is moved beside the new path;
+* failing that, one whose text is clearly the most similar (a rename with a
+  small edit: word-trigram Jaccard at least :data:`SIMILAR`, and ahead of the
+  runner-up on both sides by :data:`MARGIN`) takes it the same way;
+* documents that merely swapped places (``a.md`` now holds what ``b.md`` held
+  and the other way round, sidecars untouched) swap sidecars, for any cycle of
+  exact content matches.
+
+Anything ambiguous (two new files with the same content as one vanished
+document, a near tie) is reported as one problem line and left alone: never
+guessed. The sidecar is moved as bytes (comments and key order kept):
+written atomically at the new place (temp, fsync, rename) and removed from the
+old one only after that. Sync then sees the same ULID at a new path, which is
+an ordinary rename: the internal document key, links and metadata carry over.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .fsutil import atomic_write
+from .sidecar import read_sidecar, sidecar_rel_path
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .sync import PreparedDoc, SyncReport
+
+#: Least word-trigram Jaccard similarity for a rename with an edit.
+SIMILAR = 0.5
+#: How far the best candidate must lead the runner-up (on both sides) to be taken.
+MARGIN = 0.2
+#: A trigram shared by more vanished documents than this is boilerplate: it decides nothing.
+COMMON = 50
+
+_WORD = re.compile(r"\w+")
+
+
+def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, Path]],
+                    existing: dict[str, Any], seen: set[str], prepared: list[PreparedDoc],
+                    report: SyncReport, problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """Give moved documents their old sidecars; see the module docstring.
+
+    Returns ``{new path: old row}`` for documents that swapped identities
+    between paths that both still exist (the caller treats them as renames);
+    plain moves need no answer: the moved sidecar's ULID says it all.
+    ``problems`` receives one (path, message) per ambiguous case.
+    """
+    from .sync import identify
+
+    awaiting = [d for d in prepared if d.awaiting]
+    gone = [row for path, row in existing.items() if path not in seen] if awaiting else []
+    swaps: dict[str, Any] = {}
+    if gone:
+        orphans = _orphans(root, mode, files, gone)
+        if orphans:
+            for doc, row in _match(store, awaiting, orphans, problems):
+                if _move_sidecar(root / row["sidecar_path"], root / doc.sidecar_rel,
+                                 prune=None if mode in ("", "beside") else root / mode.strip("/")):
+                    identify(doc, root / doc.sidecar_rel, report)
+    for doc in awaiting:
+        if doc.awaiting:
+            identify(doc, root / doc.sidecar_rel, report)
+    changed = [d for d in prepared if d.rel in existing and d.hash != existing[d.rel]["hash"]
+               and d.sidecar_stat == existing[d.rel]["sidecar_stat"]
+               and d.ulid == existing[d.rel]["ulid"]]
+    if len(changed) > 1:
+        swaps = _swap(root, existing, changed, report)
+    return swaps
+
+
+def _orphans(root: Path, mode: str, files: list[tuple[str, Path]], gone: list[Any]) -> list[Any]:
+    """Vanished documents whose sidecar stayed behind, unclaimed, still holding their id."""
+    claimed = {sidecar_rel_path(rel, mode) for rel, _ in files}
+    out = []
+    for row in gone:
+        if os.path.lexists(root / row["path"]) or row["sidecar_path"] in claimed:
+            continue  # still there but no longer indexed (excluded, skipped), or reused
+        sc = read_sidecar(root / row["sidecar_path"])
+        if sc.exists and sc.error is None and sc.id == row["ulid"]:
+            out.append(row)
+    return out
+
+
+def _match(store: Store, awaiting: list[PreparedDoc], orphans: list[Any],
+           problems: list[tuple[str, str]]) -> list[tuple[PreparedDoc, Any]]:
+    """Pair new documents with vanished ones: equal bytes first, then clear similarity."""
+    pairs: list[tuple[PreparedDoc, Any]] = []
+    by_hash_new: dict[str, list[PreparedDoc]] = {}
+    by_hash_old: dict[str, list[Any]] = {}
+    for doc in awaiting:
+        by_hash_new.setdefault(doc.hash, []).append(doc)
+    for row in orphans:
+        by_hash_old.setdefault(row["hash"], []).append(row)
+    used_new: set[str] = set()
+    used_old: set[int] = set()
+    for digest, olds in by_hash_old.items():
+        news = by_hash_new.get(digest, [])
+        if not news:
+            continue
+        used_new.update(d.rel for d in news)
+        used_old.update(r["doc"] for r in olds)
+        if len(news) == 1 and len(olds) == 1:
+            pairs.append((news[0], olds[0]))
+        else:
+            problems.append((news[0].rel, _ambiguous([d.rel for d in news], [r["path"] for r in olds],
+                                                     "the same content")))
+    rest_new = [d for d in awaiting if d.rel not in used_new]
+    rest_old = [r for r in orphans if r["doc"] not in used_old]
+    if rest_new and rest_old:
+        pairs.extend(_similar(store, rest_new, rest_old, problems))
+    return pairs
+
+
+def _similar(store: Store, news: list[PreparedDoc], olds: list[Any],
+             problems: list[tuple[str, str]]) -> list[tuple[PreparedDoc, Any]]:
+    """Pairs whose texts are clearly each other's best match (a rename with a small edit)."""
+    old_sets: dict[int, set[int]] = {}
+    index: dict[int, list[int]] = {}
+    for row in olds:
+        text = "\n".join(r[0] for r in store.conn.execute(
+            "SELECT text FROM chunks WHERE doc = ? ORDER BY ordinal", (row["doc"],)))
+        old_sets[row["doc"]] = grams = _trigrams(text)
+        for g in grams:
+            index.setdefault(g, []).append(row["doc"])
+    scores: dict[tuple[str, int], float] = {}
+    for doc in news:
+        grams = _trigrams("\n".join(c.text for c in doc.parsed.chunks))
+        overlap: Counter[int] = Counter()
+        for g in grams:
+            holders = index.get(g, ())
+            if len(holders) <= COMMON:
+                overlap.update(holders)
+        for key, shared in overlap.items():
+            union = len(grams) + len(old_sets[key]) - shared
+            if union:
+                scores[(doc.rel, key)] = shared / union
+    by_new: dict[str, list[tuple[float, int]]] = {}
+    by_old: dict[int, list[tuple[float, str]]] = {}
+    for (rel, key), s in scores.items():
+        by_new.setdefault(rel, []).append((s, key))
+        by_old.setdefault(key, []).append((s, rel))
+    rows = {row["doc"]: row for row in olds}
+    pairs = []
+    for doc in news:
+        ranked = sorted(by_new.get(doc.rel, []), reverse=True)
+        if not ranked or ranked[0][0] < SIMILAR:
+            continue
+        best, key = ranked[0]
+        rivals = sorted(by_old[key], reverse=True)
+        runner_up = max(ranked[1][0] if len(ranked) > 1 else 0.0,
+                        next((s for s, rel in rivals if rel != doc.rel), 0.0))
+        if rivals[0][1] == doc.rel and best - runner_up >= MARGIN:
+            pairs.append((doc, rows[key]))
+        else:
+            close_new = [rel for s, rel in rivals if s >= best - MARGIN]
+            close_old = [rows[k]["path"] for s, k in ranked if s >= best - MARGIN]
+            line = (doc.rel, _ambiguous(sorted(set(close_new) | {doc.rel}), sorted(set(close_old)),
+                                        "similar content"))
+            if line[1] not in {m for _, m in problems}:
+                problems.append(line)
+    return pairs
+
+
+def _trigrams(text: str) -> set[int]:
+    words = _WORD.findall(text.lower())
+    if len(words) < 3:
+        return {hash(tuple(words))} if words else set()
+    return {hash((words[i], words[i + 1], words[i + 2])) for i in range(len(words) - 2)}
+
+
+def _ambiguous(news: list[str], olds: list[str], why: str) -> str:
+    return (f"ambiguous move, not guessed: {' and '.join(news)} and vanished "
+            f"{' and '.join(olds)} have {why}; each new file got a new id (to keep an old one, "
+            "put the old sidecar over the new file's sidecar and run `pnk sync`)")
+
+
+def _move_sidecar(old: Path, new: Path, prune: Path | None = None) -> bool:
+    """Move a sidecar's bytes: atomic write at ``new`` (fsynced), then remove ``old``.
+
+    ``prune``: the parallel sidecar tree, in which folders the move left empty
+    are removed (the user's own folders are never touched).
+    """
+    if new.exists():
+        return False
+    try:
+        raw = old.read_bytes()
+        mode = old.stat().st_mode & 0o777
+    except OSError:
+        return False
+    atomic_write(new, raw)
+    os.chmod(new, mode)
+    try:
+        old.unlink()
+    except FileNotFoundError:
+        pass
+    _fsync_dir(old.parent)
+    if prune is not None:
+        _prune_empty(old.parent, prune)
+    return True
+
+
+def _swap(root: Path, existing: dict[str, Any], changed: list[PreparedDoc],
+          report: SyncReport) -> dict[str, Any]:
+    """Rotate sidecars among documents that only exchanged contents (cycles of exact matches).
+
+    Each new sidecar text is written to a temporary file first (all fsynced),
+    then renamed into place: a crash between two renames leaves the not yet
+    placed sidecar as a ``.tmp`` file beside its target, never lost.
+    """
+    from .sync import identify
+
+    old_hash: dict[str, list[str]] = {}
+    for doc in changed:
+        old_hash.setdefault(existing[doc.rel]["hash"], []).append(doc.rel)
+    takes = {}  # path -> the path whose old identity (and sidecar) it should take
+    for doc in changed:
+        holders = old_hash.get(doc.hash, [])
+        if len(holders) == 1 and holders[0] != doc.rel:
+            takes[doc.rel] = holders[0]
+    cycle_members: set[str] = set()
+    for start in takes:
+        path, seen = start, []
+        while path in takes and path not in seen:
+            seen.append(path)
+            path = takes[path]
+        if path == start:
+            cycle_members.update(seen)
+    if not cycle_members:
+        return {}
+    docs = {d.rel: d for d in changed if d.rel in cycle_members}
+    texts = {rel: (root / d.sidecar_rel).read_bytes() for rel, d in docs.items()}
+    staged = []
+    for rel, doc in docs.items():
+        target = root / doc.sidecar_rel
+        tmp = target.with_name(f".{target.name}.swap.tmp")
+        atomic_write(tmp, texts[takes[rel]])
+        staged.append((tmp, target))
+    for tmp, target in staged:
+        os.replace(tmp, target)
+    for parent in {t.parent for _, t in staged}:
+        _fsync_dir(parent)
+    for doc in docs.values():
+        identify(doc, root / doc.sidecar_rel, report)
+    return {rel: existing[takes[rel]] for rel in docs}
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _prune_empty(folder: Path, top: Path) -> None:
+    """Remove ``folder`` and its parents below ``top`` while they are empty."""
+    while top in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
