@@ -5,7 +5,7 @@
 
 A generated KB (documents in folders, body links, some hand-written sidecars)
 is changed a little every round (edits, new and deleted documents, moves), then
-a real ``pnk sync`` or ``pnk link`` subprocess is killed with SIGKILL: either
+a real ``pnk sync`` (sometimes ``--rebuild``) or ``pnk link`` subprocess is killed with SIGKILL: either
 at a named crash point (``PINAKES_CRASH_AT``, see pinakes/faults.py: inside an
 embedding batch, between two documents of the write transaction, just before
 its commit, between a truth file's fsync and its rename) or after a random
@@ -342,8 +342,9 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
             op = "link"
         else:
             point = rng.choice(POINTS_SYNC)
-            args = ["sync", "--kb", str(state.root)]
-            op = "sync"
+            rebuild = rng.random() < 0.15  # a killed --rebuild must recover too
+            args = ["sync", "--kb", str(state.root), *(["--rebuild"] if rebuild else [])]
+            op = "sync --rebuild" if rebuild else "sync"
         if point == "timed":
             delay = rng.uniform(0.2, max(0.5, noop * 3))
             rc, _, err = run_pnk(args, env_for(user, None), delay=delay)

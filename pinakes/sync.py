@@ -413,7 +413,11 @@ def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = T
         ulid = _provisional_id(rel)
         if not sc.error:
             problems.append(f"{sc_rel}:1: no `id:`; indexed under a provisional id until one is added")
-    doc.ulid, doc.provisional, doc.problems, doc.sidecar = ulid, provisional, problems, sc
+    # Only a sidecar's links are read later (links.rows_for); a ruamel map costs ~5 KB per
+    # document, which at 100,000 new documents was a third of the sync's peak memory.
+    links = sc.data.get("links")
+    doc.ulid, doc.provisional, doc.problems = ulid, provisional, problems
+    doc.sidecar = sc if isinstance(links, list) and links else None
     doc.title = sc.title or (str(fm["title"]) if isinstance(fm.get("title"), str) and fm["title"].strip() else None) or fallback_title
     doc.tags = sc.tags or _fm_tags(fm)
     doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}

@@ -1,8 +1,9 @@
 """Containment corpus: path-traversal and escape attempts against every face that takes a document.
 
-Table-driven: every attempt in :data:`ATTEMPTS` goes to ``pnk show``, ``pnk links``,
-``pnk link`` (as source and as target), and the MCP tools ``pinakes_read`` and
-``pinakes_links`` through the SDK's own client. Each one is either refused with
+Table-driven: every attempt in :func:`attempts` goes to ``pnk show``, ``pnk links``,
+``pnk link`` (as source and as target), and the MCP tools ``pinakes_read``,
+``pinakes_links``, ``pinakes_link`` (source, target) and ``pinakes_unlink`` through the
+SDK's own client. Each one is either refused with
 one clear line, or names a document that really is inside the KB. Nothing
 outside the KB is ever read (its marker never appears in any output) or written
 (the outside folder is byte-for-byte unchanged, and every sidecar written stays
@@ -47,7 +48,8 @@ def attempts(outside: Path) -> list[tuple[str, str]]:
         ("home", "~/secret.md"),
         ("symlink-out", "notes/link-out.md"),
         ("symlink-dir-out", "notes/dir-out/secret.md"),
-        ("symlink-loop", "loop/self/x.md"),
+        ("symlink-loop", "loop/self/x.md"),  # a loop inside the KB: may name loop/x.md
+        ("symlink-eloop", "loop/spin/x.md"),  # spin -> spin2 -> spin: ELOOP
         ("symlink-sidecar-out", "notes/sc-escape.md"),
         ("url-encoded", "%2e%2e/outside/secret.md"),
         ("url-encoded-slash", "..%2foutside%2fsecret.md"),
@@ -76,9 +78,7 @@ def attempts(outside: Path) -> list[tuple[str, str]]:
         ("whitespace", "  ../outside/secret.md  "),
         ("newline", "guide.md\n../outside/secret.md"),
     ]
-    # EXTEND HERE: write tools (`pinakes_link` / `pinakes_unlink`, being added to
-    # pinakes/mcp_server.py) take the same references; add a face to FACES below
-    # that calls them with each attempt as `src` and as `dst`, and reuse `_check`.
+    # EXTEND HERE: more attempts; every face in FACES meets each one.
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +106,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[
     (root / "notes" / "dir-out").symlink_to(outside, target_is_directory=True)
     (root / "loop").mkdir()
     (root / "loop" / "self").symlink_to(root / "loop", target_is_directory=True)
+    (root / "loop" / "spin").symlink_to(root / "loop" / "spin2", target_is_directory=True)
+    (root / "loop" / "spin2").symlink_to(root / "loop" / "spin", target_is_directory=True)
     (root / "loop" / "x.md").write_text("# Loop X\n\nInside a looping folder.\n", encoding="utf-8")
     kb = KB.open(root)
     kb._embedder = embedder
@@ -208,7 +210,7 @@ def mcp(corpus: dict[str, Any]) -> Iterator[Callable[[str, dict[str, Any]], Any]
 
     kb = KB.open(corpus["root"])
     kb._embedder = corpus["kb"]._embedder
-    server = PinakesServer([kb])
+    server = PinakesServer([kb], allow_writes=True)  # the write tools join the corpus too
     with start_blocking_portal() as portal:
         client = Client(server.mcp, mode="legacy")  # JSON-RPC over in-memory streams
         with portal.wrap_async_context_manager(client) as session:
@@ -230,6 +232,24 @@ def _mcp_face(tool: str, key: str) -> Callable[[str, dict[str, Any]], tuple[bool
     return face
 
 
+def _mcp_write_face(tool: str, role: str) -> Callable[[str, dict[str, Any]], tuple[bool, str]]:
+    """``pinakes_link`` / ``pinakes_unlink`` with the attempt as source or as target."""
+
+    def face(ref: str, corpus: dict[str, Any]) -> tuple[bool, str]:
+        args: dict[str, Any] = {"source": "notes/a.md", "target": "guide.md"}
+        args[role] = ref
+        if tool == "pinakes_link":
+            args.update(rel="cites", allow_dangling=True)
+        result = corpus["mcp"](tool, args)
+        text = "\n".join(c.text for c in result.content if c.type == "text")
+        _sidecar_targets_inside(corpus)
+        if result.is_error:
+            return True, text
+        return False, text + json.dumps(result.structured_content or {}, ensure_ascii=False)
+
+    return face
+
+
 FACES: dict[str, Callable[[str, dict[str, Any]], tuple[bool, str]]] = {
     "pnk show": face_show,
     "pnk links": face_links,
@@ -237,7 +257,10 @@ FACES: dict[str, Callable[[str, dict[str, Any]], tuple[bool, str]]] = {
     "pnk link (src)": face_link_src,
     "pinakes_read": _mcp_face("pinakes_read", "doc_id"),
     "pinakes_links": _mcp_face("pinakes_links", "doc_id"),
-    # EXTEND HERE: "pinakes_link (src)", "pinakes_link (dst)", "pinakes_unlink" ...
+    "pinakes_link (source)": _mcp_write_face("pinakes_link", "source"),
+    "pinakes_link (target)": _mcp_write_face("pinakes_link", "target"),
+    "pinakes_unlink (source)": _mcp_write_face("pinakes_unlink", "source"),
+    # EXTEND HERE: any new tool that takes a document reference.
 }
 
 # An attempt every face must refuse (the rest may resolve to an in-KB document:
@@ -248,7 +271,7 @@ MUST_REFUSE = {
     "utf8-overlong", "nul", "nul-only", "windows-sep", "windows-drive", "unc", "overlong-name",
     "overlong-path", "case-mixed-dotdot", "pnk-unknown-id", "pnk-traversal", "kb-traversal",
     "file-url", "store", "config", "sidecar-file", "secret-title", "whitespace", "newline",
-    "kb-unregistered", "windows-drive-fwd", "symlink-loop",
+    "kb-unregistered", "windows-drive-fwd", "symlink-eloop",
 }
 
 
@@ -262,7 +285,7 @@ def test_containment_corpus(face: str, corpus: dict[str, Any], mcp) -> None:
         _check(face, label, ref, refused, text)
         # `pnk link --allow-dangling` may write a target that is lexically inside the KB
         # (a folder named "~" or "%2e%2e" could exist): _sidecar_targets_inside checks it.
-        if label in MUST_REFUSE and face != "pnk link (dst)":
+        if label in MUST_REFUSE and face not in ("pnk link (dst)", "pinakes_link (target)"):
             assert refused, f"{face} accepted {label}: {text[:300]}"
     assert _tree_digest(corpus["outside"]) == before, "something outside the KB was written"
     # The sidecar symlinked out of the KB was never read: nothing of it is indexed.

@@ -392,7 +392,7 @@ def test_config_loads_or_raises_config_error_and_then_works(tmp_path_factory, te
     """Whatever pinakes.toml holds: a ConfigError line, or a config sync can walk with."""
     _count("config")
     root = tmp_path_factory.mktemp("cfg")
-    (root / "pinakes.toml").write_bytes(text.encode("utf-8", "surrogateescape")
+    (root / "pinakes.toml").write_bytes(text.encode("utf-8", "surrogatepass")
                                         if isinstance(text, str) else text)
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     try:
@@ -413,15 +413,15 @@ def test_config_loads_or_raises_config_error_and_then_works(tmp_path_factory, te
         pass
 
 
+def _golden_nodes(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    keys = st.sampled_from(["version", "questions", "id", "question", "class", "documents", "answer", "x"])
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5))
+
+
 @fuzz(300)
-@given(data=st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.sampled_from(["version", "questions", "id", "question",
-                                                             "class", "documents", "answer", "x"]),
-                                            inner, max_size=5)),
-    max_leaves=20,
-), raw=st.one_of(st.none(), ANY_TEXT))
+@given(data=st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
+                         _golden_nodes, max_leaves=20),
+       raw=st.one_of(st.none(), ANY_TEXT))
 def test_golden_loader_raises_only_golden_set_error(tmp_path_factory, data: Any, raw: str | None) -> None:
     _count("golden")
     path = tmp_path_factory.mktemp("golden") / "q.yaml"
@@ -442,11 +442,14 @@ def test_golden_loader_raises_only_golden_set_error(tmp_path_factory, data: Any,
 
 # -- MCP argument validation, through the SDK's own client in-process -----------------------
 
+def _json_nodes(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3))
+
+
 JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=False),
               ANY_TEXT.map(lambda s: s.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-    max_leaves=6,
+    _json_nodes, max_leaves=6,
 )
 ARG_NAMES = {
     "pinakes_search": ["query", "kb", "k", "entities", "concepts", "channel"],
