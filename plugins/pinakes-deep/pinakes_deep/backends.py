@@ -19,6 +19,7 @@ never appear in a message.
 from __future__ import annotations
 
 import email.utils
+import importlib
 import json
 import math
 import os
@@ -97,11 +98,29 @@ def _is_local(url: str) -> bool:
 
 
 class _SDKBackend:
-    """What the two SDK backends share: settings, the key, error translation."""
+    """What the two SDK backends share: settings, the key, the SDK, error translation."""
 
     id = ""
     default_key_env = ""
     default_base_url = ""
+    sdk_module = ""  # the official SDK's import name, imported on the first call
+
+    def _client_for(self, sdk: Any) -> Any:
+        """The SDK's client object, made once (retries are ours, not the SDK's)."""
+        raise NotImplementedError
+
+    def _sdk(self) -> Any:
+        try:
+            sdk = importlib.import_module(self.sdk_module)
+        except ImportError:
+            raise LLMError(f"the {self.id} backend needs the {self.sdk_module} package: "
+                           "pip install 'pinakes[deep]'") from None
+        if self._client is None:
+            self._client = self._client_for(sdk)
+        return sdk
+
+    def complete(self, messages: Messages, *, max_tokens: int) -> tuple[str, int, int]:
+        return _complete(self, messages, max_tokens)
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = dict(config)
@@ -178,15 +197,11 @@ class OpenAIBackend(_SDKBackend):
     default_key_env = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
 
-    def _sdk(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise LLMError("the openai backend needs the openai package: pip install 'pinakes[deep]'") from None
-        if self._client is None:
-            self._client = openai.OpenAI(api_key=self.api_key(), base_url=self.base_url,
-                                         timeout=self.timeout, max_retries=0)
-        return openai
+    sdk_module = "openai"
+
+    def _client_for(self, sdk: Any) -> Any:
+        return sdk.OpenAI(api_key=self.api_key(), base_url=self.base_url, timeout=self.timeout,
+                          max_retries=0)
 
     def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
         sdk = self._sdk()
@@ -206,9 +221,6 @@ class OpenAIBackend(_SDKBackend):
         except Exception as exc:
             raise self._unreadable(exc) from None
 
-    def complete(self, messages: Messages, *, max_tokens: int) -> tuple[str, int, int]:
-        return _complete(self, messages, max_tokens)
-
 
 class AnthropicBackend(_SDKBackend):
     """Anthropic's Messages API (system prompt apart, ``max_tokens`` required)."""
@@ -217,15 +229,11 @@ class AnthropicBackend(_SDKBackend):
     default_key_env = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com"
 
-    def _sdk(self) -> Any:
-        try:
-            import anthropic
-        except ImportError:
-            raise LLMError("the anthropic backend needs the anthropic package: pip install 'pinakes[deep]'") from None
-        if self._client is None:
-            self._client = anthropic.Anthropic(api_key=self.api_key(), base_url=self.base_url,
-                                               timeout=self.timeout, max_retries=0)
-        return anthropic
+    sdk_module = "anthropic"
+
+    def _client_for(self, sdk: Any) -> Any:
+        return sdk.Anthropic(api_key=self.api_key(), base_url=self.base_url, timeout=self.timeout,
+                             max_retries=0)
 
     def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
         sdk = self._sdk()
@@ -244,9 +252,6 @@ class AnthropicBackend(_SDKBackend):
             raise self._translate(exc, sdk) from None
         except Exception as exc:
             raise self._unreadable(exc) from None
-
-    def complete(self, messages: Messages, *, max_tokens: int) -> tuple[str, int, int]:
-        return _complete(self, messages, max_tokens)
 
 
 class ScriptedBackend:
