@@ -116,17 +116,20 @@ class KB:
         """Installed graph channels by name."""
         return plugins.get_graph_channels()
 
-    def channel_name(self, requested: str | None = None) -> str:
+    def channel_name(self, requested: str | None = None,
+                     installed: dict[str, Any] | None = None) -> str:
         """The graph channel a search uses: ``requested``, else ``[retrieval] graph_channel``.
 
         ``"auto"`` (the default) is the installed channel that declares itself
         the default (``default_channel = True``: the ``ppr`` plugin, which passes
         the default-on gate on every dev set), or ``"off"`` when none is
         installed, so a core-only install searches exactly as before.
+        ``installed``: the channel table, when the caller already collected it.
         """
         name = str(self.config.retrieval["graph_channel"]) if requested is None else requested
         if name == "auto":
-            picks = sorted(n for n, c in self.graph_channels().items()
+            table = self.graph_channels() if installed is None else installed
+            picks = sorted(n for n, c in table.items()
                            if getattr(c, "default_channel", False))
             return picks[0] if picks else "off"
         return name or "off"

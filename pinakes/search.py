@@ -290,10 +290,12 @@ def hybrid_search(
     if k < 1:
         raise QueryError("k must be at least 1")
     k = min(k, MAX_K)
-    channel_name = kb.channel_name(channel)
+    requested = channel if channel is not None else str(cfg["graph_channel"])
+    # One collection of the channel table per search ("auto" reads the same), none when off.
+    installed = kb.graph_channels() if requested not in ("", "off", "none") else {}
+    channel_name = kb.channel_name(requested, installed)
     graph = None
     if channel_name not in ("", "off", "none"):
-        installed = kb.graph_channels()
         if channel_name not in installed:
             from .extras import not_installed
 

@@ -120,6 +120,14 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
     if json_:
         echo_json(report.to_dict())
         return
+    echo_sync_report(report, f"{kb.name}: {report.summary()}", quiet)
+
+
+def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
+    """A sync's new sidecars and renames (unless ``quiet``), its problems, then its summary.
+
+    Shared by ``pnk sync`` and every sync of ``pnk sync --watch``.
+    """
     if not quiet:
         for rel in report.sidecars_created[:20]:
             click.echo(f"  new sidecar {rel}")
@@ -129,7 +137,7 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
             click.echo(f"  renamed {old} -> {new}")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
-    click.echo(f"{kb.name}: {report.summary()}")
+    click.echo(summary_line)
 
 
 def _human_bytes(n: int) -> str:

@@ -29,14 +29,9 @@ def sync_watch(kb: KB, quiet: bool, json_: bool) -> None:
         if report is None:
             click.echo(f"{stamp()} {kb.name}: sync failed: {error}", err=True)
             return
-        if not quiet:
-            for rel in report.sidecars_created[:20]:
-                click.echo(f"  new sidecar {rel}")
-            for old, new in report.renamed[:20]:
-                click.echo(f"  renamed {old} -> {new}")
-        for problem in report.problems:
-            click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
-        click.echo(f"{stamp()} {kb.name}: {report.summary()}")
+        from .core import echo_sync_report
+
+        echo_sync_report(report, f"{stamp()} {kb.name}: {report.summary()}", quiet)
 
     _sigterm_interrupts()
     if not json_:
