@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
+from .fsutil import enable_wal
 
 ENV_DIR = "PINAKES_CACHE_DIR"
 ENV_MAX = "PINAKES_CACHE_MAX_SIZE"
@@ -170,7 +171,7 @@ class EmbeddingCache:
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         conn.isolation_level = None  # explicit transactions only
         conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(conn, 30)
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 

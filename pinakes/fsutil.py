@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -197,3 +199,26 @@ def _could_include(rel: str, include: list[str], exclude: list[str], entry: os.D
     if matches_any(rel, exclude):
         return False
     return matches_any(rel, include) or not entry.name.endswith((".yaml", ".yml"))
+
+
+def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put ``conn``'s database in WAL mode, waiting out another process that is doing the same.
+
+    Switching the journal mode needs a lock that SQLite can refuse at once with
+    "database is locked", without calling the busy handler, while a second process
+    is opening or recovering the same new file. Two ``pnk`` processes starting
+    together (a sync and a search, two syncs of a fleet sharing the per-user
+    embedding cache) hit exactly that, so the switch is retried until ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)

@@ -24,6 +24,7 @@ import numpy as np
 
 from .embcache import EmbeddingCache
 from .errors import PinakesError, StoreBusy
+from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
 SCHEMA_VERSION = "5"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts
@@ -114,7 +115,7 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     conn.isolation_level = None  # explicit transactions only
     conn.execute("PRAGMA busy_timeout = 10000")
     if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(conn, 10)
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
     return conn

@@ -246,6 +246,33 @@ def test_two_processes_write_at_once(tmp_path: Path) -> None:
         assert cache.info()["models"] == [{"model": "shared-model", "entries": 2000}]
 
 
+OPENER = textwrap.dedent("""
+    import sys, time
+    from pinakes.embcache import EmbeddingCache
+
+    start_at = float(sys.argv[2])
+    while time.time() < start_at:
+        pass
+    EmbeddingCache(sys.argv[1]).conn.close()
+""")
+
+
+def test_processes_opening_a_new_cache_together_all_succeed(tmp_path: Path) -> None:
+    """Switching a brand-new cache file to WAL raced: SQLite refused one opener at once
+    with "database is locked" (no busy wait). Before the fix about one opener in ten failed."""
+    failures = []
+    for trial in range(6):
+        folder = tmp_path / f"t{trial}"
+        start_at = f"{time.time() + 1.0:.3f}"
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(folder), start_at],
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for p in procs:
+            _out, errs = p.communicate(timeout=120)
+            if p.returncode != 0:
+                failures.append(errs.strip().splitlines()[-1])
+    assert failures == []
+
+
 def test_a_corrupt_cache_is_replaced_not_fatal(make_kb, embedder, monkeypatch, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "cache"
