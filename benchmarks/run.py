@@ -506,25 +506,21 @@ def section_cold_search(work: Path, runs: int) -> dict[str, Any]:
     Measured twice: with the core alone (``PINAKES_LOAD_PLUGINS=""``, what the
     targets are about) and with every installed plugin loading, as after the
     README's setup. Each variant has its own copy of the KB because the plugin
-    set is part of the store's signature; the embedding cache is shared.
+    set is part of the store's signature; the per-user embedding cache serves
+    both, so the second copy syncs without embedding anything.
     """
     pnk = pnk_executable()
     out: dict[str, Any] = {"kb": "examples/retrieval-kb (copy)", "query": COLD_QUERY}
     base = _bytecode_env(work)
     base.pop("PINAKES_LOAD_PLUGINS", None)
     variants = {"core": {**base, "PINAKES_LOAD_PLUGINS": ""}, "plugins": base}
-    cache = _seed_cache(work)
     for variant, env in variants.items():
         root = work / f"example-kb-{variant}"
         if not (root / "pinakes.toml").exists():
             shutil.copytree(corpus.EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".pinakes"))
-        if cache is not None and not (root / ".pinakes" / "cache.db").exists():
-            (root / ".pinakes").mkdir(exist_ok=True)
-            shutil.copy(cache, root / ".pinakes" / "cache.db")
         t = time.perf_counter()
         subprocess.run(pnk + ["sync", "-q", "--kb", str(root)], check=True, capture_output=True, env=env)
         out[f"{variant}_sync_s"] = round(time.perf_counter() - t, 2)
-        cache = root / ".pinakes" / "cache.db"
         listed = subprocess.run(pnk + ["plugins", "--json"], capture_output=True, text=True, env=env)
         out[f"{variant}_plugins"] = [p["name"] for p in json.loads(listed.stdout or "[]")]
         out["loadavg_before"] = round(os.getloadavg()[0], 2)
@@ -551,34 +547,6 @@ def section_cold_search(work: Path, runs: int) -> dict[str, Any]:
     times, _ = _timed_runs([sys.executable, "-c", "print(1)"], base, runs)
     out["python_startup_median_s"] = round(statistics.median(times), 3)
     return out
-
-
-def _seed_cache(work: Path) -> Path | None:
-    """A copy of the example KB's embedding cache, if it has one, so its copies sync in seconds.
-
-    The cache is derived data keyed by (model, content hash): seeding it only
-    skips re-embedding, it cannot change what the searches below return.
-    """
-    import sqlite3
-
-    src = corpus.EXAMPLE_KB / ".pinakes" / "cache.db"
-    dst = work / "seed-cache.db"
-    if dst.exists():
-        return dst
-    if not src.exists():
-        return None
-    try:
-        a = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        b = sqlite3.connect(dst)
-        try:
-            a.backup(b)
-        finally:
-            a.close()
-            b.close()
-    except sqlite3.Error:
-        dst.unlink(missing_ok=True)
-        return None
-    return dst
 
 
 def _timed_runs(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], list[float]]:
