@@ -577,6 +577,10 @@ SECTIONS = {
 # --- the parent: run sections, print the table, write JSON -------------------------
 
 
+class SectionFailed(Exception):
+    """A benchmark section's child process failed; the other sections still run."""
+
+
 def run_child(work: Path, name: str, **kwargs: Any) -> dict[str, Any]:
     log(f"{name} {kwargs or ''}".rstrip())
     t = time.perf_counter()
@@ -588,7 +592,7 @@ def run_child(work: Path, name: str, **kwargs: Any) -> dict[str, Any]:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
-        raise SystemExit(f"benchmark section {name} failed (exit {proc.returncode})")
+        raise SectionFailed(f"benchmark section {name} failed (exit {proc.returncode})")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["section_s"] = round(time.perf_counter() - t, 1)
     log(f"{name} done in {result['section_s']} s")
@@ -748,49 +752,67 @@ def main() -> None:
     started = time.time()
     t0 = time.perf_counter()
     res: dict[str, Any] = {}
-    try:
-        if "full_sync" in only:
-            res["full_sync"] = run_child(work, "full_sync", n_docs=size["sync_docs"])
-        if "resync" in only:
-            res["resync"] = [
-                run_child(work, "resync", n_docs=n, noop_runs=size["noop_runs"], edit_runs=size["edit_runs"])
-                for n in size["resync_docs"]
-            ]
-        if "search" in only:
-            res["search"] = [run_child(work, "search", n_docs=n, n_queries=size["queries"])
-                             for n in size["search_docs"]]
-        if "cold_search" in only:
-            res["cold_search"] = run_child(work, "cold_search", runs=size["cold_runs"])
-        if "embed_sweep" in only:
-            res["embed_sweep"] = run_child(work, "embed_sweep", n_chunks=size["sweep_chunks"])
-        if "scale" in only:
-            res["scale"] = run_child(work, "scale", docs=size["scale_docs"], n_queries=size["scale_queries"])
-        rows = build_rows(res)
-        command = " ".join([".venv/bin/python benchmarks/run.py", *sys.argv[1:]])
+    failed: list[str] = []
+
+    def write_json() -> dict[str, Any]:
+        # Written after every section: a section that fails (or a kill) loses only itself.
         doc = {
-            "command": command,
+            "command": " ".join([".venv/bin/python benchmarks/run.py", *sys.argv[1:]]),
             "mode": mode,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "total_s": round(time.perf_counter() - t0, 1),
             "machine": machine(),
             "sizes": size,
             "plugins": "installed" if WITH_PLUGINS else "core only (PINAKES_LOAD_PLUGINS='')",
-            "rows": rows,
+            "failed_sections": failed,
+            "rows": build_rows(res),
             "results": res,
         }
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = out_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, out_path)
+        return doc
+
+    def section(key: str, make: Any) -> None:
+        try:
+            res[key] = make()
+        except SectionFailed as exc:
+            failed.append(key)
+            res[f"{key}_error"] = str(exc)
+            log(str(exc))
+        write_json()
+
+    try:
+        if "full_sync" in only:
+            section("full_sync", lambda: run_child(work, "full_sync", n_docs=size["sync_docs"]))
+        if "resync" in only:
+            section("resync", lambda: [
+                run_child(work, "resync", n_docs=n, noop_runs=size["noop_runs"], edit_runs=size["edit_runs"])
+                for n in size["resync_docs"]
+            ])
+        if "search" in only:
+            section("search", lambda: [run_child(work, "search", n_docs=n, n_queries=size["queries"])
+                                       for n in size["search_docs"]])
+        if "cold_search" in only:
+            section("cold_search", lambda: run_child(work, "cold_search", runs=size["cold_runs"]))
+        if "embed_sweep" in only:
+            section("embed_sweep", lambda: run_child(work, "embed_sweep", n_chunks=size["sweep_chunks"]))
+        if "scale" in only:
+            section("scale", lambda: run_child(work, "scale", docs=size["scale_docs"],
+                                               n_queries=size["scale_queries"]))
+        doc = write_json()
         m = doc["machine"]
         print(f"Pinakes core benchmarks ({mode}): {m['nproc']} x {m['cpu']}, Python {m['python']}, "
               f"{doc['total_s']} s")
-        print_table(rows)
+        print_table(doc["rows"])
         try:
             shown = out_path.relative_to(REPO)
         except ValueError:
             shown = out_path
         print(f"\nwrote {shown}", flush=True)
+        if failed:
+            raise SystemExit(f"benchmark sections failed: {', '.join(failed)}")
     finally:
         # After the table: deleting ~30k small files takes a minute on some disks.
         if opts.workdir is None:
