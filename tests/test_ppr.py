@@ -72,7 +72,7 @@ HAND = [
 def test_two_nodes_closed_form() -> None:
     # a - b, all reset on a: p_a = 0.5 + 0.5 p_b, p_b = 0.5 p_a  =>  p = (2/3, 1/3)
     g, _ = build([(C(1), C(2), "sibling", 1.0)])
-    op = build_operator(g)
+    op = build_operator(g, dtype=np.float64)
     r = np.zeros(g.n)
     r[node_of(g, "chunk", "1")] = 1.0
     p, _ = personalized_pagerank(op, r, 0.5, tolerance=1e-14, max_iterations=200)
@@ -84,7 +84,7 @@ def test_two_nodes_closed_form() -> None:
 @pytest.mark.parametrize("damping", [0.5, 0.85])
 def test_matches_networkx_personalized_pagerank(backend: str, damping: float) -> None:
     g, _ = build(HAND)
-    op = build_operator(g, backend)
+    op = build_operator(g, backend, dtype=np.float64)
     ids, cos = cosines_for(op, {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
     seeds = [(node_of(g, "tag", "t"), 0.7)]
     r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, seeds)
@@ -104,10 +104,64 @@ def test_matches_networkx_personalized_pagerank(backend: str, damping: float) ->
 
 def test_backends_agree() -> None:
     g, _ = build(HAND)
-    a, b = build_operator(g, "scipy"), build_operator(g, "numpy")
+    a, b = build_operator(g, "scipy", np.float64), build_operator(g, "numpy", np.float64)
     x = np.linspace(0.1, 1.0, g.n)
     assert np.allclose(a.matvec(x), b.matvec(x), atol=1e-12)
     assert a.nbytes > 0 and b.nbytes > 0
+
+
+@pytest.mark.parametrize("backend", ["scipy", "numpy"])
+def test_float32_walk_agrees_with_float64(backend: str) -> None:
+    # The default operator walks in float32: the same scores to ~1e-7, the same ranking.
+    g, _ = build(HAND)
+    lo, hi = build_operator(g, backend), build_operator(g, backend, np.float64)
+    assert lo.dtype == np.float32 and lo.coef.dtype == np.float32 and hi.coef.dtype == np.float64
+    ids, cos = cosines_for(lo, {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
+    seeds = [(node_of(g, "tag", "t"), 0.7)]
+    r = reset_vector(lo, lo.chunk_cosines(ids, cos), 0.05, seeds)
+    assert r.dtype == np.float32
+    p32, it32 = personalized_pagerank(lo, r, 0.5, tolerance=1e-6, max_iterations=100)
+    p64, it64 = personalized_pagerank(hi, r, 0.5, tolerance=1e-6, max_iterations=100)
+    assert p32.dtype == np.float32 and p64.dtype == np.float64
+    assert it32 == it64
+    assert np.abs(p32 - p64).max() < 1e-6
+    top32, top64 = top_chunks(lo, p32, 10), top_chunks(hi, p64, 10)
+    assert [c for c, _ in top32] == [c for c, _ in top64] and len(top32) == 4
+    assert [s for _, s in top32] == pytest.approx([s for _, s in top64], rel=1e-5)
+
+
+def test_fast_step_matches_the_public_product() -> None:
+    # damped_step accumulates d * M @ x into its output in one compiled pass (scipy's
+    # kernel, weights pre-scaled once per damping); the NumPy backend does the same sum.
+    g, _ = build(HAND)
+    x = np.linspace(0.1, 1.0, g.n)
+    for dtype in (np.float32, np.float64):
+        fast, slow = build_operator(g, "scipy", dtype), build_operator(g, "numpy", dtype)
+        a = np.full(g.n, 0.25, dtype=dtype)
+        b = a.copy()
+        fast.damped_step(0.85)(x.astype(dtype), a)
+        slow.damped_step(0.85)(x.astype(dtype), b)
+        expected = 0.25 + 0.85 * slow.matvec(x.astype(np.float64).astype(dtype))
+        assert np.allclose(a, expected, atol=1e-6) and np.allclose(b, expected, atol=1e-6)
+        assert fast.damped_step(0.85) is not None and 0.85 in fast._scaled
+    with pytest.raises(ValueError, match="float32 or float64"):
+        build_operator(g, dtype=np.float16)
+
+
+def test_a_query_without_seeds_never_builds_the_sparse_matrix() -> None:
+    # Building the operator is NumPy only; the SciPy matrix comes with the first walk,
+    # so a query that names nothing (no seed, no walk) never needs SciPy.
+    g, conn = build(HAND)
+    op = build_operator(g, "scipy")
+    assert op._matrix is None
+    ids, cos = cosines_for(op, {1: 0.9, 2: 0.4})
+    assert run_ppr(op, g, Settings(), query="nothing named here", dense_ids=ids, cosines=cos,
+                   conn=conn) == []
+    assert op._matrix is None
+    r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05)
+    personalized_pagerank(op, r)
+    assert op._scaled  # the walk made its damped weights (the compiled kernel's input)
+    assert op.matrix is not None and op.matrix.dtype == np.float32
 
 
 def test_reset_vector_clamps_negative_cosines_and_seeds() -> None:
@@ -214,6 +268,17 @@ def test_empty_graph_operator_and_settings() -> None:
     assert s.seed_kinds == ("entity", "tag") and s.final
     with pytest.raises(ConfigError, match="ppr_damping"):
         Settings.from_config({"ppr_damping": 1.0})
+    assert Settings.from_config({}).precision == "float32"
+    assert Settings.from_config({"ppr_precision": "float64"}).precision == "float64"
+    with pytest.raises(ConfigError, match="ppr_precision"):
+        Settings.from_config({"ppr_precision": "float16"})
+
+
+def test_operators_are_cached_per_precision() -> None:
+    g, _ = build(HAND)
+    lo, hi = operator_for(g), operator_for(g, dtype="float64")
+    assert lo.dtype == np.float32 and hi.dtype == np.float64
+    assert operator_for(g) is lo and operator_for(g, dtype=np.float64) is hi
 
 
 # --- through a KB --------------------------------------------------------------------
