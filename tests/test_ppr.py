@@ -499,3 +499,41 @@ def test_auto_fusion_asks_the_channel(make_kb, monkeypatch) -> None:
     kb.config.data["retrieval"]["graph_fusion"] = "final"
     assert [h.chunk_id for h in kb.search(q, k=7, channel="fixed").hits] == fixed.order
     assert PPRChannel.fusion == "final"
+
+
+def test_warm_graph_builds_a_generations_indexes_before_any_query(make_kb, mentions) -> None:
+    # Long-lived processes (pnk serve) call KB.warm_graph at start and after each sync,
+    # so the first query of a generation finds the operator and its indexes built.
+    kb = make_kb({**BRIDGE, **_noise(3)}, config='[retrieval]\ngraph_channel = "ppr"\n')
+    kb.sync()
+    assert kb.warm_graph() is True
+    g = kb.graph_index(kb.reader())
+    op = operator_for(g)
+    names = op._names[("entity",)]
+    assert names.names and op._divisors and 0.5 in op._scaled
+    kb.search("Orla Quist", channel="ppr")
+    assert kb.graph_index(kb.reader()) is g and operator_for(g) is op
+    assert op._names[("entity",)] is names  # the query reused it
+    kb.config.data["retrieval"]["graph_channel"] = "off"
+    assert kb.warm_graph() is False
+
+
+def test_the_server_warms_a_served_kb_after_the_watcher_syncs_it(make_kb, mentions) -> None:
+    from pinakes import KB
+    from pinakes.mcp_server import PinakesServer
+
+    kb = make_kb({**BRIDGE, **_noise(3)}, config='[retrieval]\ngraph_channel = "ppr"\n')
+    kb.sync()
+    server = PinakesServer([kb])
+    kb.search("Orla Quist")
+    before = kb.graph_index(kb.reader())
+    other = KB.open(kb.root)  # the watcher syncs through its own KB object
+    (kb.root / "parts/gasket.md").write_text("# Gasket\n\nOrla Quist ordered a gasket.\n",
+                                             encoding="utf-8")
+    other.sync()
+    other.close()
+    server.warm_after_sync(kb.root)
+    assert kb._graph is not None and kb._graph is not before
+    assert kb._graph.generation == kb.reader().generation
+    op = operator_for(kb._graph)
+    assert op._names and op._divisors
