@@ -537,3 +537,25 @@ def test_the_server_warms_a_served_kb_after_the_watcher_syncs_it(make_kb, mentio
     assert kb._graph.generation == kb.reader().generation
     op = operator_for(kb._graph)
     assert op._names and op._divisors
+
+
+def test_a_walk_loads_only_scipys_kernel_not_scipy_sparse() -> None:
+    # Importing scipy.sparse costs ~0.4 s of a one-shot `pnk search`; the walk needs one
+    # compiled function, loaded from its own extension module. Same scores as NumPy's.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from tests.test_ppr import HAND, build\n"
+        "from pinakes_ppr import build_operator, personalized_pagerank, _csr_matvec\n"
+        "g, _ = build(HAND)\n"
+        "r = np.linspace(0.1, 1.0, g.n)\n"
+        "p, _ = personalized_pagerank(build_operator(g, 'scipy'), r, 0.5, 1e-6)\n"
+        "q, _ = personalized_pagerank(build_operator(g, 'numpy'), r, 0.5, 1e-6)\n"
+        "print(_csr_matvec() is not None, 'scipy.sparse' in sys.modules,"
+        " float(np.abs(p - q).max()) < 1e-6)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert out.stdout.split() == ["True", "False", "True"], out.stderr
