@@ -63,7 +63,7 @@ from pinakes.graph import (  # noqa: E402
 )
 
 CHUNKS_PER_DOC = 5
-TOLERANCE = 1e-3  # the channel's default (ppr_tolerance)
+TOLERANCE = float(os.environ.get("PPR_TOLERANCE", "0.003"))  # the default ppr_tolerance
 STRICT = 1e-6  # iterations reported for this one too
 TARGET_MS = 30.0
 
