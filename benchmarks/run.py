@@ -524,7 +524,8 @@ def section_cold_search(work: Path, runs: int) -> dict[str, Any]:
         t = time.perf_counter()
         subprocess.run(pnk + ["sync", "-q", "--kb", str(root)], check=True, capture_output=True, env=env)
         out[f"{variant}_sync_s"] = round(time.perf_counter() - t, 2)
-        cache = root / ".pinakes" / "cache.db"
+        # A per-KB cache (older layouts) seeds the next copy; the per-user one needs nothing.
+        cache = root / ".pinakes" / "cache.db" if (root / ".pinakes" / "cache.db").exists() else None
         listed = subprocess.run(pnk + ["plugins", "--json"], capture_output=True, text=True, env=env)
         out[f"{variant}_plugins"] = [p["name"] for p in json.loads(listed.stdout or "[]")]
         out["loadavg_before"] = round(os.getloadavg()[0], 2)
