@@ -63,7 +63,7 @@ from pinakes.graph import (  # noqa: E402
 )
 
 CHUNKS_PER_DOC = 5
-TOLERANCE = 1e-3  # the channel's default (ppr_tolerance)
+TOLERANCE = float(os.environ.get("PPR_TOLERANCE", "0.003"))  # the default ppr_tolerance
 STRICT = 1e-6  # iterations reported for this one too
 TARGET_MS = 30.0
 
@@ -198,12 +198,14 @@ def measure(graph: GraphIndex, conn: sqlite3.Connection, backend: str, qs: list[
     for q, cos in qs[:3]:  # warm up (first gathers, the dense-row map, the baseline walk)
         P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn,
                   fused=fused_of(cos))
-    lat, iters, seeds = [], [], []
+    lat, cpu, iters, seeds = [], [], [], []
     for q, cos in qs:
         trace = P.Trace()
         fused = fused_of(cos)
+        c0 = time.process_time()
         P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn,
                   limit=100, trace=trace, fused=fused)
+        cpu.append((time.process_time() - c0) * 1000)
         lat.append(trace.ms)
         iters.append(trace.iterations)
         seeds.append(len(trace.seeds))
@@ -215,11 +217,18 @@ def measure(graph: GraphIndex, conn: sqlite3.Connection, backend: str, qs: list[
                   trace=trace)
         strict_iters.append(trace.iterations)
     return {
-        "backend": backend, "operator_build_ms": round(build_ms, 1),
+        "backend": backend, "dtype": str(getattr(op, "dtype", "float64")),
+        "operator_build_ms": round(build_ms, 1),
         "operator_mb": round(op.nbytes / 2**20, 2), "seed_index_build_ms": round(seed_ms, 1),
         "matvec_ms": round(statistics.median(matvec), 3),
         "matvec_add_at_ms": round(statistics.median(add_at_ms), 3),
         "channel_p50_ms": round(pct(lat, 50), 2), "channel_p95_ms": round(pct(lat, 95), 2),
+        "channel_cpu_p50_ms": round(pct(cpu, 50), 2),
+        # The queries that named a seed and walked (the others cost ~0: no seed, no walk).
+        "queries": len(qs), "walked": sum(1 for i in iters if i),
+        "walked_p50_ms": round(pct([t for t, i in zip(lat, iters, strict=True) if i] or [0.0], 50), 2),
+        "walked_cpu_p50_ms": round(pct([c for c, i in zip(cpu, iters, strict=True) if i] or [0.0], 50), 2),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
         "iterations_median": int(statistics.median(iters)), "iterations_max": max(iters),
         "seed_nodes_median": int(statistics.median(seeds)),
         "iterations_at_1e-6_median": int(statistics.median(strict_iters)),
@@ -247,16 +256,19 @@ def main() -> None:
                 print(f"  {row['chunks']:>6} chunks {shape:<20} {backend:<6} "
                       f"channel p50 {row['channel_p50_ms']:7.2f} ms", file=sys.stderr)
             conn.close()
-    header = ("chunks", "shape", "nodes", "edges", "backend", "build ms", "MB", "matvec ms",
-              "add.at ms", "p50 ms", "p95 ms", "iters", "iters@1e-6")
+    header = ("chunks", "shape", "nodes", "edges", "backend", "dtype", "build ms", "MB",
+              "matvec ms", "add.at ms", "p50 ms", "p95 ms", "CPU p50", "walked p50 / CPU",
+              "iters", "iters@1e-6", "load")
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for r in results:
         print(" | ".join(str(v) for v in (
-            r["chunks"], r["shape"], r["nodes"], r["edges"], r["backend"], r["operator_build_ms"],
-            r["operator_mb"], r["matvec_ms"], r["matvec_add_at_ms"], r["channel_p50_ms"],
-            r["channel_p95_ms"], f"{r['iterations_median']} (max {r['iterations_max']})",
-            r["iterations_at_1e-6_median"])))
+            r["chunks"], r["shape"], r["nodes"], r["edges"], r["backend"], r["dtype"],
+            r["operator_build_ms"], r["operator_mb"], r["matvec_ms"], r["matvec_add_at_ms"],
+            r["channel_p50_ms"], r["channel_p95_ms"], r["channel_cpu_p50_ms"],
+            f"{r['walked_p50_ms']} / {r['walked_cpu_p50_ms']} ({r['walked']} of {r['queries']})",
+            f"{r['iterations_median']} (max {r['iterations_max']})",
+            r["iterations_at_1e-6_median"], r["loadavg_1m"])))
     big = [r for r in results if r["chunks"] == max(x["chunks"] for x in results)
            and r["backend"] == "scipy"]
     payload = {

@@ -91,8 +91,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "ppr_seed_partial": 0.0,
         "ppr_root_weight": 0.005,
         "ppr_require_seeds": True,
-        "ppr_tolerance": 1e-3,  # 1e-4 and 3e-3 ranked all three dev sets identically
+        "ppr_tolerance": 3e-3,  # 1e-3 and 1e-4 ranked all three dev sets identically (6 steps, not 7)
         "ppr_max_iterations": 50,
+        # The walk's precision: "float32" (half the bytes per step; every dev set ranked the
+        # same, docs/performance.md) or "float64".
+        "ppr_precision": "float32",
         # Centrality never wins alone: a chunk's walk score is divided by its score in the
         # query-independent walk raised to this power (0: off).
         "ppr_centrality_power": 0.25,

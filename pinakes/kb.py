@@ -229,6 +229,27 @@ class KB:
             self._graph = GraphIndex.load(store.conn, gen)
         return self._graph
 
+    def warm_graph(self, store: Store | None = None) -> bool:
+        """Load this generation's graph and let the search's channel build what it caches.
+
+        For long-lived processes (``pnk serve``): the first query after a sync
+        would otherwise pay for the graph arrays and the channel's
+        per-generation indexes (PPR's name index, its query-independent walk,
+        SciPy's import). A channel offers this as an optional
+        ``prepare(kb, store, graph)``. True when a channel prepared a graph.
+        """
+        installed = self.graph_channels()
+        channel = installed.get(self.channel_name(installed=installed))
+        prepare = getattr(channel, "prepare", None)
+        if prepare is None:
+            return False
+        store = self.reader() if store is None else store
+        graph = self.graph_index(store)
+        if graph.n_edges == 0:
+            return False
+        prepare(self, store, graph)
+        return True
+
     def invalidate(self) -> None:
         """Forget cached reader state (after this process synced)."""
         if self._reader is not None:

@@ -655,12 +655,25 @@ class PinakesServer:
                             continue
                         kb.embedder.embed_query("warm up")
                         kb.dense_index(kb.reader())
+                        kb.warm_graph()
                     except Exception:  # noqa: BLE001 - a real problem resurfaces as a tool error on the first call
                         pass
 
         thread = threading.Thread(target=run, name="pinakes-warm-up", daemon=True)
         thread.start()
         return thread
+
+    def warm_after_sync(self, root: Any) -> None:
+        """After a sync of the served KB at ``root`` (``pnk serve --watch``): load its new
+        vectors and graph now, so the next call does not (called on the watcher's thread)."""
+        for kb in self.kbs.values():
+            if kb.root == root:
+                with self.lock:
+                    try:
+                        kb.dense_index(kb.reader())
+                        kb.warm_graph()
+                    except Exception:  # noqa: BLE001 - the next call reports a real problem
+                        pass
 
     # --- registration ------------------------------------------------------------------
 

@@ -72,7 +72,7 @@ HAND = [
 def test_two_nodes_closed_form() -> None:
     # a - b, all reset on a: p_a = 0.5 + 0.5 p_b, p_b = 0.5 p_a  =>  p = (2/3, 1/3)
     g, _ = build([(C(1), C(2), "sibling", 1.0)])
-    op = build_operator(g)
+    op = build_operator(g, dtype=np.float64)
     r = np.zeros(g.n)
     r[node_of(g, "chunk", "1")] = 1.0
     p, _ = personalized_pagerank(op, r, 0.5, tolerance=1e-14, max_iterations=200)
@@ -84,7 +84,7 @@ def test_two_nodes_closed_form() -> None:
 @pytest.mark.parametrize("damping", [0.5, 0.85])
 def test_matches_networkx_personalized_pagerank(backend: str, damping: float) -> None:
     g, _ = build(HAND)
-    op = build_operator(g, backend)
+    op = build_operator(g, backend, dtype=np.float64)
     ids, cos = cosines_for(op, {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
     seeds = [(node_of(g, "tag", "t"), 0.7)]
     r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, seeds)
@@ -104,10 +104,64 @@ def test_matches_networkx_personalized_pagerank(backend: str, damping: float) ->
 
 def test_backends_agree() -> None:
     g, _ = build(HAND)
-    a, b = build_operator(g, "scipy"), build_operator(g, "numpy")
+    a, b = build_operator(g, "scipy", np.float64), build_operator(g, "numpy", np.float64)
     x = np.linspace(0.1, 1.0, g.n)
     assert np.allclose(a.matvec(x), b.matvec(x), atol=1e-12)
     assert a.nbytes > 0 and b.nbytes > 0
+
+
+@pytest.mark.parametrize("backend", ["scipy", "numpy"])
+def test_float32_walk_agrees_with_float64(backend: str) -> None:
+    # The default operator walks in float32: the same scores to ~1e-7, the same ranking.
+    g, _ = build(HAND)
+    lo, hi = build_operator(g, backend), build_operator(g, backend, np.float64)
+    assert lo.dtype == np.float32 and lo.coef.dtype == np.float32 and hi.coef.dtype == np.float64
+    ids, cos = cosines_for(lo, {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
+    seeds = [(node_of(g, "tag", "t"), 0.7)]
+    r = reset_vector(lo, lo.chunk_cosines(ids, cos), 0.05, seeds)
+    assert r.dtype == np.float32
+    p32, it32 = personalized_pagerank(lo, r, 0.5, tolerance=1e-6, max_iterations=100)
+    p64, it64 = personalized_pagerank(hi, r, 0.5, tolerance=1e-6, max_iterations=100)
+    assert p32.dtype == np.float32 and p64.dtype == np.float64
+    assert it32 == it64
+    assert np.abs(p32 - p64).max() < 1e-6
+    top32, top64 = top_chunks(lo, p32, 10), top_chunks(hi, p64, 10)
+    assert [c for c, _ in top32] == [c for c, _ in top64] and len(top32) == 4
+    assert [s for _, s in top32] == pytest.approx([s for _, s in top64], rel=1e-5)
+
+
+def test_fast_step_matches_the_public_product() -> None:
+    # damped_step accumulates d * M @ x into its output in one compiled pass (scipy's
+    # kernel, weights pre-scaled once per damping); the NumPy backend does the same sum.
+    g, _ = build(HAND)
+    x = np.linspace(0.1, 1.0, g.n)
+    for dtype in (np.float32, np.float64):
+        fast, slow = build_operator(g, "scipy", dtype), build_operator(g, "numpy", dtype)
+        a = np.full(g.n, 0.25, dtype=dtype)
+        b = a.copy()
+        fast.damped_step(0.85)(x.astype(dtype), a)
+        slow.damped_step(0.85)(x.astype(dtype), b)
+        expected = 0.25 + 0.85 * slow.matvec(x.astype(np.float64).astype(dtype))
+        assert np.allclose(a, expected, atol=1e-6) and np.allclose(b, expected, atol=1e-6)
+        assert fast.damped_step(0.85) is not None and 0.85 in fast._scaled
+    with pytest.raises(ValueError, match="float32 or float64"):
+        build_operator(g, dtype=np.float16)
+
+
+def test_a_query_without_seeds_never_builds_the_sparse_matrix() -> None:
+    # Building the operator is NumPy only; the SciPy matrix comes with the first walk,
+    # so a query that names nothing (no seed, no walk) never needs SciPy.
+    g, conn = build(HAND)
+    op = build_operator(g, "scipy")
+    assert op._matrix is None
+    ids, cos = cosines_for(op, {1: 0.9, 2: 0.4})
+    assert run_ppr(op, g, Settings(), query="nothing named here", dense_ids=ids, cosines=cos,
+                   conn=conn) == []
+    assert op._matrix is None
+    r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05)
+    personalized_pagerank(op, r)
+    assert op._scaled  # the walk made its damped weights (the compiled kernel's input)
+    assert op.matrix is not None and op.matrix.dtype == np.float32
 
 
 def test_reset_vector_clamps_negative_cosines_and_seeds() -> None:
@@ -214,6 +268,17 @@ def test_empty_graph_operator_and_settings() -> None:
     assert s.seed_kinds == ("entity", "tag") and s.final
     with pytest.raises(ConfigError, match="ppr_damping"):
         Settings.from_config({"ppr_damping": 1.0})
+    assert Settings.from_config({}).precision == "float32"
+    assert Settings.from_config({"ppr_precision": "float64"}).precision == "float64"
+    with pytest.raises(ConfigError, match="ppr_precision"):
+        Settings.from_config({"ppr_precision": "float16"})
+
+
+def test_operators_are_cached_per_precision() -> None:
+    g, _ = build(HAND)
+    lo, hi = operator_for(g), operator_for(g, dtype="float64")
+    assert lo.dtype == np.float32 and hi.dtype == np.float64
+    assert operator_for(g) is lo and operator_for(g, dtype=np.float64) is hi
 
 
 # --- through a KB --------------------------------------------------------------------
@@ -434,3 +499,63 @@ def test_auto_fusion_asks_the_channel(make_kb, monkeypatch) -> None:
     kb.config.data["retrieval"]["graph_fusion"] = "final"
     assert [h.chunk_id for h in kb.search(q, k=7, channel="fixed").hits] == fixed.order
     assert PPRChannel.fusion == "final"
+
+
+def test_warm_graph_builds_a_generations_indexes_before_any_query(make_kb, mentions) -> None:
+    # Long-lived processes (pnk serve) call KB.warm_graph at start and after each sync,
+    # so the first query of a generation finds the operator and its indexes built.
+    kb = make_kb({**BRIDGE, **_noise(3)}, config='[retrieval]\ngraph_channel = "ppr"\n')
+    kb.sync()
+    assert kb.warm_graph() is True
+    g = kb.graph_index(kb.reader())
+    op = operator_for(g)
+    names = op._names[("entity",)]
+    assert names.names and op._divisors and 0.5 in op._scaled
+    kb.search("Orla Quist", channel="ppr")
+    assert kb.graph_index(kb.reader()) is g and operator_for(g) is op
+    assert op._names[("entity",)] is names  # the query reused it
+    kb.config.data["retrieval"]["graph_channel"] = "off"
+    assert kb.warm_graph() is False
+
+
+def test_the_server_warms_a_served_kb_after_the_watcher_syncs_it(make_kb, mentions) -> None:
+    from pinakes import KB
+    from pinakes.mcp_server import PinakesServer
+
+    kb = make_kb({**BRIDGE, **_noise(3)}, config='[retrieval]\ngraph_channel = "ppr"\n')
+    kb.sync()
+    server = PinakesServer([kb])
+    kb.search("Orla Quist")
+    before = kb.graph_index(kb.reader())
+    other = KB.open(kb.root)  # the watcher syncs through its own KB object
+    (kb.root / "parts/gasket.md").write_text("# Gasket\n\nOrla Quist ordered a gasket.\n",
+                                             encoding="utf-8")
+    other.sync()
+    other.close()
+    server.warm_after_sync(kb.root)
+    assert kb._graph is not None and kb._graph is not before
+    assert kb._graph.generation == kb.reader().generation
+    op = operator_for(kb._graph)
+    assert op._names and op._divisors
+
+
+def test_a_walk_loads_only_scipys_kernel_not_scipy_sparse() -> None:
+    # Importing scipy.sparse costs ~0.4 s of a one-shot `pnk search`; the walk needs one
+    # compiled function, loaded from its own extension module. Same scores as NumPy's.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from tests.test_ppr import HAND, build\n"
+        "from pinakes_ppr import build_operator, personalized_pagerank, _csr_matvec\n"
+        "g, _ = build(HAND)\n"
+        "r = np.linspace(0.1, 1.0, g.n)\n"
+        "p, _ = personalized_pagerank(build_operator(g, 'scipy'), r, 0.5, 1e-6)\n"
+        "q, _ = personalized_pagerank(build_operator(g, 'numpy'), r, 0.5, 1e-6)\n"
+        "print(_csr_matvec() is not None, 'scipy.sparse' in sys.modules,"
+        " float(np.abs(p - q).max()) < 1e-6)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert out.stdout.split() == ["True", "False", "True"], out.stderr

@@ -73,7 +73,7 @@ def serve(ctx: click.Context, kb_refs: tuple[str, ...], all_: bool, http: bool, 
     if watch:
         from .watching import serve_watcher
 
-        thread, stop = serve_watcher(kbs)
+        thread, stop = serve_watcher(kbs, after_sync=server.warm_after_sync)
         # On the way out, let a running sync finish (it is one transaction anyway).
         ctx.call_on_close(lambda: (stop.set(), thread.join(timeout=30)))
     for kb in kbs:

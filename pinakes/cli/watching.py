@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -45,12 +45,15 @@ def sync_watch(kb: KB, quiet: bool, json_: bool) -> None:
         click.echo("pnk sync: stopped watching", err=True)
 
 
-def serve_watcher(kbs: Sequence[KB]) -> tuple[threading.Thread, threading.Event]:
+def serve_watcher(kbs: Sequence[KB], after_sync: Callable[[Any], None] | None = None,
+                  ) -> tuple[threading.Thread, threading.Event]:
     """Keep the served KBs synced from a background thread; logs go to stderr (stdout is MCP's).
 
     The watcher syncs through KB objects of its own (a KB's cached connection
     is not shared across threads) that share the served KBs' embedders (which
     are thread-safe); the server sees each new sync generation on its next call.
+    ``after_sync(root)`` runs on this thread after each sync that changed a KB
+    (the server loads the new generation's vectors and graph there).
     """
     from ..kb import KB
     from ..watch import watch
@@ -70,6 +73,10 @@ def serve_watcher(kbs: Sequence[KB]) -> tuple[threading.Thread, threading.Event]
             click.echo(f"pnk serve: {kb.name}: {report.summary()}", err=True)
         for problem in report.problems if report is not None else ():
             click.echo(f"pnk serve: {kb.name}: problem: {problem}", err=True)
+        if (after_sync is not None and report is not None and report.generation
+                and (report.added or report.changed or report.removed or report.renamed
+                     or report.rebuilt)):
+            after_sync(kb.root)
 
     def on_gone(kb: KB, message: str) -> None:
         click.echo(f"pnk serve: {kb.name}: {message}", err=True)

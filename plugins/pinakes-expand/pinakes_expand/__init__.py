@@ -20,6 +20,8 @@ damped hub counts 1/degree), and fed to fusion as the third list.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from pinakes.graph import GraphIndex
 __version__ = "0.1.0"
 
 MAX_DEPTH = 2
+_NONE = np.iinfo(np.int64).max
 
 
 class ExpandChannel:
@@ -41,128 +44,346 @@ class ExpandChannel:
         graph = ctx.kb.graph_index(ctx.store)
         if graph.n_edges == 0:
             return []
+        # Search keeps the channel's best `candidates` (it cuts the list there), so only
+        # those are ranked and returned.
         return expand(graph, ctx.roots, ctx.dense.ids, ctx.cosines,
-                      int(ctx.config.get("adjacent_k", 8)))
+                      int(ctx.config.get("adjacent_k", 8)),
+                      limit=max(1, int(ctx.config.get("candidates", 100))))
 
 
 def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: np.ndarray,
-           fan_out: int) -> list[tuple[int, float]]:
+           fan_out: int, limit: int | None = None) -> list[tuple[int, float]]:
     """Run the expansion; ``(chunk_id, score)`` of the reached chunks, best first.
 
     The roots themselves are not returned: they are already the fused top, and
-    the channel's job is what they connect to.
+    the channel's job is what they connect to. ``limit``: only the best that
+    many (the same as the full list's head; at 50k chunks ~12k chunks are reached).
+
+    Each *round* expands a whole frontier (the nodes reached by the previous
+    round at the same depth, or the next depth's) with array operations: one
+    gather of every frontier node's CSR slice, one ``lexsort`` ranking each
+    node's chunk and other neighbours, and the per-node budget taken with
+    segment counts. The result is the one a node-by-node walk in frontier
+    order gives (``tests/test_expand_vectorised.py`` checks it against that
+    walk): an edge taken by an earlier node of the round is not offered to a
+    later one, and a node's strength raised by an earlier node of the round is
+    the strength it expands with; both are settled by iterating the round to
+    a fixed point, which takes one or two passes.
     """
     fan_out = max(1, fan_out)
     root_nodes = graph.nodes_of_chunks(roots)
     if not root_nodes:
         return []
-    hub = graph.is_hub
+    tables = _tables(graph)
     doc_code = graph.code("doc")
     chunk_code = graph.code("chunk")
     member = graph.ecode("membership")
+    n = graph.n
 
     # Cosine of every chunk node, looked up once through the dense index.
-    node_cos = np.zeros(graph.n, dtype=np.float32)
-    chunk_nodes = np.nonzero(graph.chunk_of >= 0)[0]
-    if len(chunk_nodes) and len(dense_ids):
-        ids = graph.chunk_of[chunk_nodes]
-        rows = np.clip(np.searchsorted(dense_ids, ids), 0, len(dense_ids) - 1)
-        ok = dense_ids[rows] == ids
-        node_cos[chunk_nodes[ok]] = cosines[rows[ok]]
+    node_cos = np.zeros(n, dtype=np.float32)
+    nodes, rows = tables.dense_rows(graph, dense_ids)
+    if len(nodes) and len(cosines):
+        node_cos[nodes] = cosines[rows]
 
-    roots_set = set(root_nodes.values())
-    own_docs = set()
-    for r in roots_set:
-        sl = graph.slice(r)
-        for j in range(sl.start, sl.stop):
-            if graph.edge_kind[j] == member:
-                own_docs.add(int(graph.nbr[j]))
-    depth_of: dict[int, int] = {n: 0 for n in roots_set}
+    root_arr = np.array(sorted(set(root_nodes.values())), dtype=np.int64)
+    is_root = np.zeros(n, dtype=bool)
+    is_root[root_arr] = True
+    # The roots' own documents: reached from a root over its membership edge.
+    rj = _gather(graph.indptr, root_arr)[0]
+    own_doc = np.zeros(n, dtype=bool)
+    own_doc[graph.nbr[rj[graph.edge_kind[rj] == member]]] = True
+    depth_of = np.full(n, -1, dtype=np.int8)
+    depth_of[root_arr] = 0
     # Path strength: the product of effective edge weights (capped at 1) along the
     # best path found, roots at 1.0: a spoke of a damped hub costs 1/degree, so a
     # chunk reached through a popular tag counts for little.
-    strength: dict[int, float] = {n: 1.0 for n in roots_set}
-    up_from_own: set[int] = set()
+    strength = np.zeros(n, dtype=np.float64)
+    strength[root_arr] = 1.0
+    up_from_own = np.zeros(n, dtype=bool)
     visited = np.zeros(graph.n_edges, dtype=bool)
-    level = sorted(roots_set)
+    vdeg = np.zeros(n, dtype=np.int64)
+    level = root_arr
     depth = 0
-    while level and depth <= MAX_DEPTH:
-        next_level: list[int] = []
+    while len(level) and depth <= MAX_DEPTH:
+        last = depth == MAX_DEPTH
+        next_parts: list[np.ndarray] = []
         todo = level
-        while todo:
-            same: list[int] = []
-            for node in todo:
-                node_hub = bool(hub[node])
-                last = depth == MAX_DEPTH
-                if last and graph.kind_code[node] != doc_code:
-                    # At the last depth only free hops remain, and the only free hop
-                    # that reaches new chunks is a document's membership edges.
-                    continue
-                for j in _fan_out(graph, node, node_cos, fan_out, visited,
-                                  node in up_from_own, member, chunk_code, only_membership=last):
-                    visited[graph.edge_id[j]] = True
-                    other = int(graph.nbr[j])
-                    via = strength[node] * min(1.0, float(graph.weight[j]))
-                    if other in depth_of:
-                        if via > strength[other] and other not in roots_set:
-                            strength[other] = via
-                        continue
-                    ocode = graph.kind_code[other]
-                    if graph.edge_kind[j] == member or hub[other]:
-                        cost = 0
-                    else:
-                        cost = 1 if (node_hub or ocode in (chunk_code, doc_code)) else 0
-                    d = depth + cost
-                    if d > MAX_DEPTH:
-                        continue
-                    depth_of[other] = d
-                    strength[other] = via
-                    if ocode == doc_code and graph.edge_kind[j] == member and other in own_docs:
-                        up_from_own.add(other)
-                    (same if cost == 0 else next_level).append(other)
+        while len(todo):
+            if last:
+                # At the last depth only free hops remain, and the only free hop
+                # that reaches new chunks is a document's membership edges.
+                todo = todo[graph.kind_code[todo] == doc_code]
+            same, nxt = _round(graph, tables, todo, depth, last, fan_out, node_cos, visited,
+                               depth_of, strength, up_from_own, own_doc, is_root, member,
+                               chunk_code, doc_code, vdeg)
+            if len(nxt):
+                next_parts.append(nxt)
             todo = same
-        level = next_level
+        level = np.concatenate(next_parts) if next_parts else np.zeros(0, dtype=np.int64)
         depth += 1
-    scored = []
-    for node, d in depth_of.items():
-        if graph.kind_code[node] == chunk_code and node not in roots_set:
-            score = max(float(node_cos[node]), 0.0) * strength[node] / max(1, d)
-            scored.append((int(graph.chunk_of[node]), score))
-    scored.sort(key=lambda x: (-x[1], x[0]))
-    return scored
+    reached = np.nonzero((depth_of >= 0) & ~is_root & (graph.kind_code == chunk_code))[0]
+    score = (np.maximum(node_cos[reached].astype(np.float64), 0.0) * strength[reached]
+             / np.maximum(1, depth_of[reached]))
+    cids = graph.chunk_of[reached]
+    if limit is not None and len(score) > limit:
+        kth = np.partition(score, len(score) - limit)[len(score) - limit]
+        keep = score >= kth  # every chunk tied with the last kept one, for the id tie-break
+        score, cids = score[keep], cids[keep]
+    order = np.lexsort((cids, -score))
+    if limit is not None:
+        order = order[:limit]
+    return list(zip(cids[order].tolist(), score[order].tolist(), strict=True))
 
 
-def _fan_out(graph: GraphIndex, node: int, node_cos: np.ndarray, k: int, visited: np.ndarray,
-             entered_from_own_chunk: bool, member: int, chunk_code: int,
-             only_membership: bool = False) -> list[int]:
-    """Half-edge positions to follow from ``node``: at most ``k``.
+class _Tables:
+    """Per-generation arrays of one graph (cached weakly by the graph index)."""
 
-    Chunk neighbours are ranked by cosine to the query, others by (hub-damped)
-    edge weight; the budget is shared, a short group leaving its share to the
-    other. Edges already walked (from anywhere) are skipped, so a hub expands once.
+    def __init__(self, graph: GraphIndex) -> None:
+        self.chunk_nodes = np.nonzero(graph.chunk_of >= 0)[0]
+        chunk_code = graph.code("chunk")
+        self.nbr_is_chunk = graph.kind_code[graph.nbr] == chunk_code
+        self.weight64 = graph.weight.astype(np.float64)
+        self.capped = np.minimum(1.0, self.weight64)
+        self.is_hub = graph.is_hub
+        self.edge_id = graph.edge_id
+        self.n, self.m = graph.n, graph.n_edges
+        # Each node's half-edges reordered: chunk neighbours first, then the others by
+        # (hub-damped) weight, heaviest first, ties by neighbour: their query-free order.
+        rows = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
+        other = ~self.nbr_is_chunk
+        self.perm = np.lexsort((graph.nbr, np.where(other, -self.weight64, 0.0), other, rows))
+        self.c_start = graph.indptr[:-1].astype(np.int64)
+        self.ends = graph.indptr[1:].astype(np.int64)
+        self.c_end = self.c_start + np.bincount(rows[~other], minlength=graph.n)
+        self._dense: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._local = threading.local()
+
+    def dense_rows(self, graph: GraphIndex, dense_ids: np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk nodes with a vector, their rows in ``dense_ids``), cached per dense index."""
+        found = self._dense
+        if found is None or found[0] is not dense_ids:
+            nodes, rows = self.chunk_nodes[:0], np.zeros(0, dtype=np.int64)
+            if len(self.chunk_nodes) and len(dense_ids):
+                ids = graph.chunk_of[self.chunk_nodes]
+                pos = np.clip(np.searchsorted(dense_ids, ids), 0, len(dense_ids) - 1)
+                ok = dense_ids[pos] == ids
+                nodes, rows = self.chunk_nodes[ok], pos[ok]
+            found = self._dense = (dense_ids, nodes, rows)
+        return found[1], found[2]
+
+    def scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's reusable work arrays, reset after each use.
+
+        Per edge (``_NONE`` when unused), per node (-1) and per node (``_NONE``):
+        a lookup table costs a write and a read, not a sort.
+        """
+        mine = getattr(self._local, "arrays", None)
+        if mine is None:
+            mine = self._local.arrays = (np.full(self.m, _NONE, dtype=np.int64),
+                                         np.full(self.n, -1, dtype=np.int64),
+                                         np.full(self.n, _NONE, dtype=np.int64))
+        return mine
+
+
+_TABLES: weakref.WeakKeyDictionary[GraphIndex, _Tables] = weakref.WeakKeyDictionary()
+
+
+def _tables(graph: GraphIndex) -> _Tables:
+    found = _TABLES.get(graph)
+    if found is None:
+        found = _TABLES[graph] = _Tables(graph)
+    return found
+
+
+def _gather(indptr: np.ndarray, nodes: np.ndarray,
+            ends: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of every node's CSR slice, and each one's position in ``nodes``.
+
+    The slice of node ``u`` is ``indptr[u]:indptr[u + 1]``, or ``indptr[u]:ends[u]``.
     """
-    sl = graph.slice(node)
-    if sl.stop == sl.start:
-        return []
-    js = np.arange(sl.start, sl.stop)
-    js = js[~visited[graph.edge_id[js]]]
-    if only_membership:
-        js = js[graph.edge_kind[js] == member]
-    if entered_from_own_chunk:
-        # Never walk back down into a root's own document (and spend no budget on it).
-        js = js[graph.edge_kind[js] != member]
-    if not len(js):
-        return []
-    others_nodes = graph.nbr[js]
-    is_chunk = graph.kind_code[others_nodes] == chunk_code
-    cj = js[is_chunk]
-    oj = js[~is_chunk]
-    cj = cj[np.lexsort((graph.nbr[cj], -node_cos[graph.nbr[cj]]))]
-    oj = oj[np.lexsort((graph.nbr[oj], -graph.weight[oj]))]
+    starts = indptr[nodes]
+    return _gather_ranges(starts, indptr[nodes + 1] if ends is None else ends[nodes])
+
+
+def _gather_ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``starts[i]:stops[i]``, and the ``i`` of each."""
+    lens = stops - starts
+    total = int(lens.sum())
+    owner = np.repeat(np.arange(len(starts), dtype=np.int64), lens)
+    if not total:
+        return np.zeros(0, dtype=np.int64), owner
+    offsets = np.cumsum(lens) - lens
+    js = np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lens)
+    return js, owner
+
+
+def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bool, k: int,
+           node_cos: np.ndarray, visited: np.ndarray, depth_of: np.ndarray,
+           strength: np.ndarray, up_from_own: np.ndarray, own_doc: np.ndarray,
+           is_root: np.ndarray, member: int, chunk_code: int, doc_code: int,
+           vdeg: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Expand the frontier ``todo`` (in order); returns the new nodes at this depth and the next.
+
+    ``vdeg``: visited edges per node so far (bounds the prefix of others to read).
+    """
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(todo):
+        return empty, empty
+    m = len(todo)
+    # Candidates: every chunk neighbour (ranked by cosine below); of the others, already
+    # in weight order per generation, only a prefix: k plus the node's visited edges
+    # cover its best k unvisited ones. If the round then finds a prefix short (edges
+    # taken earlier in the round), it is redone with every other neighbour (``full``).
+    cj, c_owner = _gather(t.c_start, todo, t.c_end)
+    if last:  # only documents' membership edges, all among the chunk neighbours
+        oj, o_owner = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        short_o = np.zeros(m, dtype=bool)
+    else:
+        o_start, o_end = t.c_end[todo], t.ends[todo]
+        if not full:
+            o_end = np.minimum(o_end, o_start + k + vdeg[todo])
+        short_o = o_end < t.ends[todo]
+        oj, o_owner = _gather_ranges(o_start, o_end)
+    cj, oj = t.perm[cj], t.perm[oj]
+    c_eid = t.edge_id[cj]
+    c_ok = ~visited[c_eid]
+    c_member = graph.edge_kind[cj] == member
+    if last:
+        c_ok &= c_member
+    c_ok &= ~(up_from_own[todo][c_owner] & c_member)  # never back down into a root's doc
+    o_eid = t.edge_id[oj]
+    o_ok = ~visited[o_eid] & ~(up_from_own[todo][o_owner] & (graph.edge_kind[oj] == member))
+    cj, c_owner, c_eid = cj[c_ok], c_owner[c_ok], c_eid[c_ok]
+    oj, o_owner, o_eid = oj[o_ok], o_owner[o_ok], o_eid[o_ok]
+    if not len(cj) and not len(oj):
+        return empty, empty
+    c_nb = graph.nbr[cj]
+    c_order = np.lexsort((c_nb, -node_cos[c_nb], c_owner))
+    js = np.concatenate((cj[c_order], oj))
+    owner = np.concatenate((c_owner[c_order], o_owner))
+    eid = np.concatenate((c_eid[c_order], o_eid))
+    grp = np.concatenate((np.zeros(len(cj), dtype=np.int64), np.ones(len(oj), dtype=np.int64)))
+    seg = owner * 2 + grp
+    order = np.argsort(seg, kind="stable")  # each (node, group) one contiguous segment
+    js, owner, eid, grp, seg = js[order], owner[order], eid[order], grp[order], seg[order]
+    nb = graph.nbr[js]
+    bounds = np.flatnonzero(seg[1:] != seg[:-1]) + 1  # where each segment begins
+    seg_start = np.repeat(np.concatenate(([0], bounds)),
+                          np.diff(np.concatenate(([0], bounds, [len(seg)]))))
     half = (k + 1) // 2
-    take_c = min(len(cj), max(half, k - len(oj)))
-    take_o = min(len(oj), k - take_c)
-    return [int(j) for j in cj[:take_c]] + [int(j) for j in oj[:take_o]]
+    # An edge taken by an earlier node of the round is not offered to a later one: the
+    # picks are recomputed without such edges until they no longer change.
+    avail = np.ones(len(js), dtype=bool)
+    for _ in range(m + 1):  # one or two passes in practice; node order bounds it
+        pick = _budget(seg, seg_start, grp, owner, avail, m, k, half)
+        first = _first_owner(t, eid[pick], owner[pick], eid)
+        blocked = (first >= 0) & (first < owner)
+        new_avail = ~blocked
+        if np.array_equal(new_avail, avail):
+            break
+        avail = new_avail
+    if not full and short_o.any():
+        o_left = np.bincount(owner[avail & (grp == 1)], minlength=m)
+        if (short_o & (o_left < k)).any():  # a prefix ran short: redo with every neighbour
+            return _round(graph, t, todo, depth, last, k, node_cos, visited, depth_of, strength,
+                          up_from_own, own_doc, is_root, member, chunk_code, doc_code, vdeg,
+                          full=True)
+    # A node of the round reached by an earlier one expands with the raised strength.
+    base = strength[todo]
+    own_strength = base
+    p_nb, p_owner = nb[pick], owner[pick]
+    pos_in_todo = _positions(t, todo, p_nb)
+    to_later = pos_in_todo > p_owner  # (-1: not in the round)
+    if to_later.any():
+        src, dst = p_owner[to_later], pos_in_todo[to_later]
+        cap = t.capped[js[pick][to_later]]
+        for _ in range(m + 1):
+            raised = base.copy()
+            np.maximum.at(raised, dst, own_strength[src] * cap)
+            if np.array_equal(raised, own_strength):
+                break
+            own_strength = raised
+    pj, p_owner, p_eid, p_nb = js[pick], owner[pick], eid[pick], nb[pick]
+    visited[p_eid] = True
+    np.add.at(vdeg, todo[p_owner], 1)
+    np.add.at(vdeg, p_nb, 1)
+    via = own_strength[p_owner] * t.capped[pj]
+    strength[todo] = np.maximum(strength[todo], own_strength)
+    fresh = depth_of[p_nb] < 0
+    # Already reached (before this round, or in it): a better path raises the strength.
+    seen = ~fresh & ~is_root[p_nb]
+    if seen.any():
+        np.maximum.at(strength, p_nb[seen], via[seen])
+    if not fresh.any():
+        return empty, empty
+    f_idx = np.nonzero(fresh)[0]
+    f_nb = p_nb[f_idx]
+    f_kind = graph.kind_code[f_nb]
+    f_member = graph.edge_kind[pj[f_idx]] == member
+    free = f_member | t.is_hub[f_nb]
+    step = (t.is_hub[todo[p_owner[f_idx]]] | (f_kind == chunk_code) | (f_kind == doc_code))
+    cost = np.where(free, 0, np.where(step, 1, 0))
+    valid = depth + cost <= MAX_DEPTH
+    # The first valid visitor (in frontier order) reaches a node: its depth, strength,
+    # and whether it came up from a root's own document; later visitors raise the strength.
+    v_idx = f_idx[valid]
+    v_nb = p_nb[v_idx]
+    first_at = t.scratch()[2]
+    np.minimum.at(first_at, v_nb, v_idx)
+    win = first_at[v_nb] == v_idx  # picks come in frontier order: the first is the winner
+    winners = v_idx[win]
+    w_nb = p_nb[winners]
+    w_cost = cost[valid][win]
+    depth_of[w_nb] = depth + w_cost
+    strength[w_nb] = via[winners]
+    w_member = graph.edge_kind[pj[winners]] == member
+    up_from_own[w_nb[(graph.kind_code[w_nb] == doc_code) & w_member & own_doc[w_nb]]] = True
+    after = np.arange(len(p_nb)) > first_at[p_nb]  # _NONE (no winner) is never below
+    if after.any():
+        np.maximum.at(strength, p_nb[after], via[after])
+    first_at[v_nb] = _NONE
+    return w_nb[w_cost == 0], w_nb[w_cost == 1]
+
+
+def _budget(seg: np.ndarray, seg_start: np.ndarray, grp: np.ndarray, owner: np.ndarray,
+            avail: np.ndarray, m: int, k: int, half: int) -> np.ndarray:
+    """Which sorted entries each node takes: up to ``k``, chunk neighbours first.
+
+    A node takes at least half of ``k`` chunk neighbours (by cosine) and the
+    rest in other neighbours (by weight); a short group leaves its share to the
+    other. Only ``avail`` entries count and can be taken.
+    """
+    counts = np.bincount(seg[avail], minlength=2 * m).reshape(m, 2)
+    lc, lo = np.minimum(counts[:, 0], k), np.minimum(counts[:, 1], k)
+    take_c = np.minimum(lc, np.maximum(half, k - lo))
+    take_o = np.minimum(lo, k - take_c)
+    cum = np.cumsum(avail)
+    rank = cum - 1 - np.where(seg_start > 0, cum[np.maximum(seg_start - 1, 0)], 0)
+    budget = np.where(grp == 0, take_c[owner], take_o[owner])
+    return avail & (rank < budget)
+
+
+def _first_owner(t: _Tables, p_eid: np.ndarray, p_owner: np.ndarray,
+                 eid: np.ndarray) -> np.ndarray:
+    """For each entry's edge id: the first frontier position that picked it, -1 if none."""
+    if not len(p_eid):
+        return np.full(len(eid), -1, dtype=np.int64)
+    mark = t.scratch()[0]
+    np.minimum.at(mark, p_eid, p_owner)
+    out = mark[eid]
+    mark[p_eid] = _NONE
+    return np.where(out == _NONE, -1, out)
+
+
+def _positions(t: _Tables, todo: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Position of each of ``nodes`` in the frontier ``todo``, -1 if it is not in it."""
+    mark = t.scratch()[1]
+    mark[todo] = np.arange(len(todo), dtype=np.int64)
+    out = mark[nodes]
+    mark[todo] = -1
+    return out
 
 
 @hookimpl
