@@ -55,7 +55,7 @@ import json
 import math
 import sqlite3
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +72,7 @@ from .names import (
     contains,
     fold,
     initials,
+    mention_context,
     normalise,
     strip_qualifier,
     title_names,
@@ -85,7 +86,7 @@ __version__ = "0.1.0"
 #: every store re-derives (a rebuild, free) instead of mixing old and new edges.
 DERIVATION = 4
 SCHEMA_NAME = "mentions"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entity_names (     -- the vocabulary: who contributes which name
     key TEXT NOT NULL,
@@ -103,6 +104,13 @@ CREATE TABLE IF NOT EXISTS entity_hits (      -- chunk `chunk` of `doc` names `k
 );
 CREATE INDEX IF NOT EXISTS entity_hits_doc ON entity_hits(doc);
 CREATE INDEX IF NOT EXISTS entity_hits_key ON entity_hits(key);
+CREATE TABLE IF NOT EXISTS entity_context (   -- the words next to `key`'s mentions in `chunk`
+    doc INTEGER NOT NULL,
+    chunk INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    words TEXT NOT NULL                        -- space-separated content words (folded)
+);
+CREATE INDEX IF NOT EXISTS entity_context_doc ON entity_context(doc);
 CREATE TABLE IF NOT EXISTS entity_keys (      -- one row per vocabulary key
     key TEXT PRIMARY KEY,
     label TEXT NOT NULL,
@@ -285,9 +293,12 @@ class MentionsDeriver:
         stale = rematch | removed
         touched = _column(conn, "SELECT DISTINCT key FROM entity_hits WHERE doc IN ({})", stale)
         _exec_in(conn, "DELETE FROM entity_hits WHERE doc IN ({})", stale)
+        _exec_in(conn, "DELETE FROM entity_context WHERE doc IN ({})", stale)
         if rematch:
-            hits = self._match(conn, rematch)
+            hits, contexts = self._match_all(conn, rematch)
             conn.executemany("INSERT INTO entity_hits(doc, chunk, key, count) VALUES (?,?,?,?)", hits)
+            conn.executemany("INSERT INTO entity_context(doc, chunk, key, words) VALUES (?,?,?,?)",
+                             contexts)
             touched |= {h[2] for h in hits}
         # 4. Document frequency and the hub cap.
         touched &= _column(conn, "SELECT key FROM entity_keys WHERE key IN ({})", touched)
@@ -354,6 +365,18 @@ class MentionsDeriver:
 
     def _match(self, conn: sqlite3.Connection, docs: set[int]) -> list[tuple[int, int, str, int]]:
         """``(doc, chunk, key, count)`` for every name in the chunks of ``docs``."""
+        return self._match_all(conn, docs)[0]
+
+    def _match_all(self, conn: sqlite3.Connection, docs: set[int],
+                   ) -> tuple[list[tuple[int, int, str, int]], list[tuple[int, int, str, str]]]:
+        """The hits of :meth:`_match`, and ``(doc, chunk, key, words)``: each mention's context.
+
+        ``words`` are the content words next to the name's mentions in the chunk
+        text (:func:`~pinakes_mentions.names.mention_context`, all its mentions
+        together), what the ppr channel's relation weights compare with a query.
+        A document's own title gets none: "X is a film directed by Y" says who
+        directed X, not what X is to its own page.
+        """
         own: dict[int, list[str]] = defaultdict(list)
         for part in _parts(sorted(docs)):
             for key, doc in conn.execute(
@@ -368,9 +391,16 @@ class MentionsDeriver:
                                      f"WHERE doc IN ({_marks(part)})", part)]
         matcher = self._matcher(conn, rows)
         out: list[tuple[int, int, str, int]] = []
+        contexts: list[tuple[int, int, str, str]] = []
         for cid, doc, text, heading in rows:
-            found = matcher.counts(text)
+            spans = matcher.spans(text)
+            found = Counter(key for _, _, key in spans)
             mine = own.get(doc, ())
+            near: dict[str, dict[str, None]] = {}
+            for i, (_, _, key) in enumerate(spans):
+                if key not in mine:
+                    near.setdefault(key, {}).update(dict.fromkeys(mention_context(text, spans, i)))
+            contexts.extend((doc, cid, key, " ".join(ws)) for key, ws in near.items() if ws)
             for key in mine:
                 # A document's own title is an entity every one of its chunks mentions:
                 # once for being its title, plus every time its text names it.
@@ -379,7 +409,7 @@ class MentionsDeriver:
                 if key not in mine:
                     found[key] += n  # a section headed "Marie Curie" names her
             out.extend((doc, cid, key, n) for key, n in found.items())
-        return out
+        return out, contexts
 
     def _matcher(self, conn: sqlite3.Connection, rows: list[tuple[int, int, str, str]]) -> Matcher:
         """A matcher over the vocabulary, or over just the part of it these texts can contain.

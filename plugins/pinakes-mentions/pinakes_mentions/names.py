@@ -141,9 +141,16 @@ class Matcher:
         count unless ``nested``: it names someone else, and counting it would tie
         every Andy together. Names that merely overlap both count.
         """
-        found: Counter[str] = Counter()
+        return Counter(key for _, _, key in self.spans(text, nested))
+
+    def spans(self, text: str, nested: bool = False) -> list[tuple[int, int, str]]:
+        """``(start, end, key)`` of every match :meth:`counts` counts, in text order.
+
+        ``end`` is inclusive. The mentions deriver reads the words around each span
+        (the relation a chunk states about the name, see ``mention_context``).
+        """
         if not self.size or not text:
-            return found
+            return []
         last = len(text) - 1
         spans: list[tuple[int, int, str]] = []
         for end, key in self._auto.iter(text):
@@ -153,8 +160,8 @@ class Matcher:
             if end < last and _is_word(text[end + 1]) and not CJK_RE.match(key[-1]):
                 continue
             spans.append((start, end, key))
+        spans.sort(key=lambda s: (s[0], -s[1]))
         if not nested:
-            spans.sort(key=lambda s: (s[0], -s[1]))
             kept: list[tuple[int, int, str]] = []
             reach = -1  # the furthest end of a kept span starting at or before this one
             for span in spans:
@@ -163,9 +170,42 @@ class Matcher:
                 kept.append(span)
                 reach = span[1]
             spans = kept
-        for _, _, key in spans:
-            found[key] += 1
-        return found
+        return spans
+
+
+#: Where the words a chunk says about a name stop: a clause boundary.
+_CLAUSE_END = re.compile(r"[.,;:!?()\[\]{}\n\"“”|]")
+#: Content words kept on each side of a mention.
+CONTEXT_WORDS = 6
+
+
+def mention_context(text: str, spans: list[tuple[int, int, str]], i: int,
+                    width: int = CONTEXT_WORDS) -> list[str]:
+    """The content words next to mention ``spans[i]`` in ``text``, within its clause.
+
+    The words between the mention and the nearest clause boundary (punctuation,
+    a line break) or neighbouring mention on each side, at most ``width`` each,
+    stop words and bare numbers dropped. In "a 2011 film directed by Jakob
+    Ziemnicki, produced by Anna Kowalska" the words of Jakob's mention are "film
+    directed" and Anna's "produced": the relation the chunk states about each
+    name, as cheap text. A query asking for the director then favours the edge
+    to Jakob (the ppr channel's relation weights, ``ppr_relation_weight``).
+    """
+    start, end, _ = spans[i]
+    lo = spans[i - 1][1] + 1 if i > 0 else 0
+    hi = spans[i + 1][0] if i + 1 < len(spans) else len(text)
+    lo = max(lo, 0)
+    left = text[lo:start]
+    cut = [m.end() for m in _CLAUSE_END.finditer(left)]
+    if cut:
+        left = left[cut[-1]:]
+    right = text[end + 1 : max(hi, end + 1)]
+    stop = _CLAUSE_END.search(right)
+    if stop:
+        right = right[: stop.start()]
+    def keep(ws: list[str]) -> list[str]:
+        return [w for w in ws if w not in STOPWORDS and not w.isdigit() and len(w) > 1]
+    return keep(_WORD.findall(left))[-width:] + keep(_WORD.findall(right))[:width]
 
 
 def candidate_names(text: str, longest: int = MAX_KEY_CHARS) -> set[str]:

@@ -67,6 +67,8 @@ from pinakes.errors import ConfigError
 from pinakes.graph import GraphIndex
 from pinakes.text import CJK_RE, STOPWORDS, query_terms
 
+from .relations import relation_walk
+
 __version__ = "0.1.0"
 
 #: The channel's settings and their defaults; ``[retrieval]`` keys of the same name win.
@@ -171,6 +173,8 @@ class Settings:
     hybrid_weight: float = 0.03  # blend: graph evidence + this x the hybrid's normalised score
     blend: bool = True  # "auto" or "blend": the channel returns the blended final ranking
     precision: str = "float32"  # the walk's dtype (ppr_precision)
+    relation_weight: float = 20.0  # > 0: weigh mention edges by the query's relation (relations.py)
+    relation_hops: int = 1  # ...only the mention edges of chunks this many hops from the seeds
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -210,6 +214,8 @@ class Settings:
             hybrid_weight=max(0.0, float(get("ppr_hybrid_weight"))),
             blend=fusion in ("auto", "blend"),
             precision=precision,
+            relation_weight=max(0.0, float(get("ppr_relation_weight"))),
+            relation_hops=max(0, int(get("ppr_relation_hops"))),
         )
 
 
@@ -770,6 +776,7 @@ class Trace:
     seeds: list[tuple[int, float]] = field(default_factory=list)
     roots: int = 0
     ms: float = 0.0
+    relation_edges: int = 0  # mention edges the query's relation reweighted
 
 
 def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray:
@@ -851,7 +858,9 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
                      for rank, c in enumerate(roots, 1) if c in where]
     r = reset_vector(op, op.chunk_cosines(dense_ids, cosines), settings.chunk_weight, seeds,
                      root_mass)
-    p, iterations = personalized_pagerank(op, r, settings.damping, settings.tolerance,
+    walk, reweighted = relation_walk(op, graph, conn, query, seeds, settings.relation_weight,
+                                     settings.relation_hops)
+    p, iterations = personalized_pagerank(walk, r, settings.damping, settings.tolerance,
                                           settings.max_iterations)
     out: list[tuple[int, float]] = []
     if iterations:
@@ -862,6 +871,7 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
             out = top_chunks(op, scores, limit)
     if trace is not None:
         trace.iterations, trace.seeds, trace.roots = iterations, seeds, len(root_mass)
+        trace.relation_edges = reweighted
         trace.ms = (time.perf_counter() - started) * 1000
     return out
 
