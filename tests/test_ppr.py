@@ -511,6 +511,9 @@ def test_warm_graph_builds_a_generations_indexes_before_any_query(make_kb, menti
     op = operator_for(g)
     names = op._names[("entity",)]
     assert names.names and op._divisors and 0.5 in op._scaled
+    from pinakes_ppr import relations
+
+    assert g in relations._INDEXES  # the relation weights' mention contexts too
     kb.search("Orla Quist", channel="ppr")
     assert kb.graph_index(kb.reader()) is g and operator_for(g) is op
     assert op._names[("entity",)] is names  # the query reused it
