@@ -44,11 +44,13 @@ class ExpandChannel:
         graph = ctx.kb.graph_index(ctx.store)
         if graph.n_edges == 0:
             return []
-        # Search keeps the channel's best `candidates` (it cuts the list there), so only
-        # those are ranked and returned.
+        # Search keeps the channel's best max(candidates, k) (it cuts the list there; k is
+        # at most MAX_K), so only those are ranked and returned.
+        from pinakes.search import MAX_K
+
         return expand(graph, ctx.roots, ctx.dense.ids, ctx.cosines,
                       int(ctx.config.get("adjacent_k", 8)),
-                      limit=max(1, int(ctx.config.get("candidates", 100))))
+                      limit=max(MAX_K, int(ctx.config.get("candidates", 100))))
 
 
 def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: np.ndarray,

@@ -235,9 +235,10 @@ class Operator:
     float32 by default (the graph's own weights are float32, a walk stops at
     an L1 tolerance of 3e-3, and half the bytes make each step cheaper);
     float64 for the closed-form checks that want 1e-9.
-    The SciPy matrix is made on the first walk, not with the operator, so a
-    query that seeds nothing (most, on a KB without entity names) never
-    imports SciPy.
+    A walk calls SciPy's CSR kernel on these arrays (:meth:`damped_step`);
+    the ``scipy.sparse`` matrix is made only if something asks for
+    :attr:`matrix`. Building the operator touches no SciPy, so a query that
+    seeds nothing (most, on a KB without entity names) never loads it.
     """
 
     generation: int
