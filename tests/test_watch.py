@@ -29,7 +29,7 @@ from pinakes.sidecar import new_ulid
 from pinakes.watch import KBGone, watch
 
 PNK = str(Path(sys.executable).parent / "pnk")
-TIMEOUT = 20.0
+TIMEOUT = 60.0
 
 DOCS = {
     "notes/bees.md": """
