@@ -210,3 +210,19 @@ def test_regression_write_suggestions_follows_moved_and_deleted_sources(make_kb)
     assert [s["src"] for s in staged["skipped"]] == ["a.md"]
     assert [s["sidecar"] for s in staged["added"]] == ["moved.pnk.yaml"]
     assert "origin: deep" in (kb.root / "moved.pnk.yaml").read_text(encoding="utf-8")
+
+
+def test_regression_killed_fleet_registry_write_leaves_no_temp(tmp_path: Path) -> None:
+    """`pnk adopt` (or `pnk fleet add`) killed while it wrote the fleet registry left
+    `.fleet.toml.PID.XXXX.tmp` in the user folder for good: no sync ever looks there."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "pinakes.toml").write_text('[kb]\nname = "t"\n', encoding="utf-8")
+    user = tmp_path / "user"
+    run = subprocess.run([PNK, "fleet", "add", "t", str(kb)], env=_env(tmp_path, "atomic-write:1"), timeout=300)
+    assert run.returncode == -signal.SIGKILL
+    assert len(list(user.glob(".fleet.toml.*.tmp"))) == 1 and not (user / "fleet.toml").exists()
+    done = subprocess.run([PNK, "fleet", "add", "t", str(kb)], env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not list(user.glob(".*.tmp")) and "[kbs.\"t\"]" in (user / "fleet.toml").read_text()
