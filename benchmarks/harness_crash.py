@@ -116,7 +116,6 @@ class State:
     # carry (or sit beside) its old identity: the ids each may show meanwhile.
     prior: dict[str, set[str]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)  # identity in flight: left alone until recovery
-    indexed: dict[str, bytes] = field(default_factory=dict)  # as the last recovery indexed them
     fixed: dict[str, bytes] = field(default_factory=dict)  # other files that must never change
     config: bytes = b""
     config_written: bool = True  # False until an adoption has written pinakes.toml once
@@ -173,7 +172,6 @@ class State:
 
     def settled(self) -> None:
         """A recovery sync indexed everything: no identity is in flight any more."""
-        self.indexed = dict(self.docs)
         self.prior.clear()
         self.pending.clear()
 
@@ -213,17 +211,24 @@ def mutate(state: State, rng: random.Random, share: float, op: str = "sync", poi
     documents stay untouched until a recovery sync has settled them.
     """
     made = {"moved_without_sidecar": 0, "swapped": 0}
+    # Not before a rebuild: it starts from no index, so it cannot see that a file moved
+    # or two swapped (a limitation docs/reliability.md states).
     if op == "sync":
+        # What sync compares with: the index as the last committed sync left it. A move is
+        # recognised by content (the index's hash), a swap also needs both sidecars as that
+        # sync saw them (a killed `pnk link` may have edited one since).
+        view = index_view(state.root)
         steady = [r for r in sorted(state.docs) if r in state.ids and r not in state.pending
-                  and state.indexed.get(r) == state.docs[r]]
+                  and view.get(r, ("", "", ""))[:2] == (hashlib.sha256(state.docs[r]).hexdigest(), state.ids[r])]
         rng.shuffle(steady)
         if steady and (point == "move-sidecar" or rng.random() < 0.35):
             rel = steady.pop()
             state.move(rel, f"guide/git-mv-{state.counter:05d}.md", with_sidecar=False)
             state.counter += 1
             made["moved_without_sidecar"] += 1
-        if len(steady) >= 2 and (point == "swap-sidecar" or rng.random() < 0.35):
-            a, b = steady.pop(), steady.pop()
+        pair = [r for r in steady if view[r][2] == _stat_key(state.root / state.sidecar_of(r))][:2]
+        if len(pair) == 2 and (point == "swap-sidecar" or rng.random() < 0.35):
+            a, b = pair
             if state.docs[a] != state.docs[b]:
                 state.swap(a, b)
                 made["swapped"] += 1
@@ -233,7 +238,9 @@ def mutate(state: State, rng: random.Random, share: float, op: str = "sync", poi
         text = state.docs[rel].decode() + f"\n## Update {state.counter}\n\n{sentence(rng, 30)}\n"
         state.counter += 1
         state.write(rel, text)
-    for _ in range(max(1, n // 3)):
+    # No new documents before an ask: its first sync would write their sidecars, and the
+    # kills are meant for the sidecar writes of the staged links.
+    for _ in range(max(1, n // 3) if op != "ask" else 0):
         rel = f"notes/new-{state.counter:05d}.md"
         state.counter += 1
         state.write(rel, doc_text(rng, f"New {state.counter} {rng.choice(WORDS)}", free, rel))
@@ -246,6 +253,29 @@ def mutate(state: State, rng: random.Random, share: float, op: str = "sync", poi
         state.counter += 1
         state.move(rng.choice(free), new)
     return made
+
+
+def index_view(root: Path) -> dict[str, tuple[str, str, str]]:
+    """``{path: (hash, id, sidecar stat)}`` as the index holds them (empty before the first sync)."""
+    db = root / ".pinakes" / "index.db"
+    if not db.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {p: (h, u, st) for p, h, u, st in
+                conn.execute("SELECT path, hash, ulid, sidecar_stat FROM documents")}
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+
+
+def _stat_key(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return ""
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 # -- an adoptable folder (a ClaudeKB, for `pnk adopt`) ------------------------------------------
@@ -662,7 +692,9 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
             mutate_claudekb(ckb, rng)
             args = ["adopt", str(ckb.root), "--json"]
         else:
-            made = mutate(state, rng, share, op, point)
+            rebuild = (op == "sync" and point not in ("move-sidecar", "swap-sidecar") and not state.pending
+                       and rng.random() < 0.15)  # a killed --rebuild must recover too
+            made = mutate(state, rng, share, "sync --rebuild" if rebuild else op, point)
             for key, n in made.items():
                 stats[key] += n
             if op == "link":
@@ -675,7 +707,6 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
                 # The first atomic write is the run's transcript; it syncs twice (before and after).
                 count = rng.randint(2, 4) if point == "atomic-write" else rng.randint(1, 2)
             else:
-                rebuild = point not in ("move-sidecar", "swap-sidecar") and rng.random() < 0.15
                 args = ["sync", "--kb", str(state.root), *(["--rebuild"] if rebuild else [])]
                 op = "sync --rebuild" if rebuild else "sync"
                 if point in ("move-sidecar", "swap-sidecar"):
