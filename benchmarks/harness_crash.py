@@ -1,7 +1,7 @@
 """Crash harness: kill -9 ``pnk sync``, ``pnk link``, ``pnk adopt`` and ``pnk ask --write-suggestions``
 at seeded points, then prove nothing was lost.
 
-    python benchmarks/harness_crash.py --kills 30              # full size: 300 documents
+    python benchmarks/harness_crash.py --kills 40              # full size: 300 documents
     python benchmarks/harness_crash.py --kills 3 --docs 24     # about what CI runs (tests/test_crash.py)
 
 A generated KB (documents in folders, body links, some hand-written sidecars)
@@ -614,12 +614,13 @@ def _installed(module: str) -> bool:
 
 def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None = None,
         share: float = 0.03, log: Any = None, ops: Sequence[str] = tuple(OP_WEIGHTS),
-        plan: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+        plan: Sequence[tuple[str, str]] = (), cover: bool = False) -> dict[str, Any]:
     """The whole harness; returns the report (``failures`` empty when every check held).
 
     ``ops``: the commands to kill (``sync``, ``link``, ``adopt``, ``ask``); ``plan``:
     (command, crash point) pairs run first, in order, so a small run can be made to
-    cover given points; the remaining rounds are drawn at random.
+    cover given points; ``cover`` adds every point of every command, shuffled; the
+    remaining rounds are drawn at random.
     """
     rng = random.Random(seed)
     tmp = Path(tempfile.mkdtemp(prefix="pnk-crash-", dir=workdir))
@@ -628,6 +629,10 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
     ops = [op for op in ops if (op != "adopt" or _installed("pinakes_claudekb"))
            and (op != "ask" or _installed("pinakes_deep"))]
     plan = [(op, point) for op, point in plan if op in ops]
+    if cover:
+        every = [(op, point) for op in ops for point in POINTS[op]]
+        rng.shuffle(every)
+        plan += every
     state = make_kb(tmp / "kb", docs, rng)
     failures: list[str] = []
     started = time.perf_counter()
@@ -774,17 +779,19 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kills", type=int, default=30, help="kills to land (default 30)")
+    ap.add_argument("--kills", type=int, default=40, help="kills to land (default 40)")
     ap.add_argument("--docs", type=int, default=300, help="documents in the generated KB (default 300)")
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--share", type=float, default=0.03, help="share of documents edited per round")
     ap.add_argument("--ops", default=",".join(OP_WEIGHTS), help="commands to kill (default: all four)")
+    ap.add_argument("--no-cover", action="store_true",
+                    help="do not start with one kill at every crash point of every command")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
     report = run(args.kills, args.docs, args.seed, args.workdir, args.share,
                  log=None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True)),
-                 ops=[o.strip() for o in args.ops.split(",") if o.strip()])
+                 ops=[o.strip() for o in args.ops.split(",") if o.strip()], cover=not args.no_cover)
     print(json.dumps(report, indent=2))
     sys.exit(1 if report["failures"] else 0)
 
