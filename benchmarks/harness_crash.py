@@ -309,9 +309,18 @@ def make_claudekb(root: Path, n_pages: int, rng: random.Random) -> State:
     return state
 
 
-def mutate_claudekb(state: State, rng: random.Random) -> None:
-    """Front matter edited (re-adoption updates those sidecars), a body edited, a page added."""
-    pages = [r for r in sorted(state.docs) if "/page-" in r]
+def mutate_claudekb(state: State, rng: random.Random) -> int:
+    """Front matter edited (re-adoption updates those sidecars), a body edited, a page added,
+    and now and then a page moved without its sidecar (``git mv`` of the page); returns the moves."""
+    moved = 0
+    view = index_view(state.root)
+    steady = [r for r in sorted(state.docs) if "/page-" in r and r in state.ids and r not in state.pending
+              and view.get(r, ("", "", ""))[:2] == (hashlib.sha256(state.docs[r]).hexdigest(), state.ids[r])]
+    if steady and rng.random() < 0.4:
+        state.move(rng.choice(steady), f"docs/concepts/page-{state.counter:03d}.md", with_sidecar=False)
+        state.counter += 1
+        moved = 1
+    pages = [r for r in sorted(state.docs) if "/page-" in r and r not in state.pending]
     for rel in rng.sample(pages, min(2, len(pages))):
         text = state.docs[rel].decode()
         head, _, rest = text.partition("\ndescription: ")
@@ -324,6 +333,7 @@ def mutate_claudekb(state: State, rng: random.Random) -> None:
                                rng.sample(["light", "coast", "tide", "fog"], 2)))
     state.counter += 1
     state.write("docs/log.md", state.docs["docs/log.md"].decode() + f"\n## {state.counter}\n{sentence(rng)}\n")
+    return moved
 
 
 def env_for(user_dir: Path, crash_at: str | None) -> dict[str, str]:
@@ -638,7 +648,7 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
     started = time.perf_counter()
     stats: dict[str, Any] = {"kills": 0, "rounds": 0, "not_reached": 0, "by_point": {},
                              "recovery_syncs": 0, "chunks_embedded": 0, "moved_without_sidecar": 0,
-                             "swapped": 0, "links_staged": 0}
+                             "swapped": 0, "pages_moved_without_sidecar": 0, "links_staged": 0}
     say = log or (lambda *_: None)
 
     def landed(op: str, point: str, rc: int) -> bool:
@@ -694,7 +704,7 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
         if op == "adopt":
             assert ckb is not None
             target = ckb
-            mutate_claudekb(ckb, rng)
+            stats["pages_moved_without_sidecar"] += mutate_claudekb(ckb, rng)
             args = ["adopt", str(ckb.root), "--json"]
         else:
             rebuild = (op == "sync" and point not in ("move-sidecar", "swap-sidecar") and not state.pending
