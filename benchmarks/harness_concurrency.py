@@ -19,8 +19,8 @@ under a running ``pnk sync --watch``. The checks:
   mix would mean an answer read two index generations). The canaries are rewritten
   under the KB's sync lock, so no sync (the watcher's included) sees half a round;
 - ``pinakes_kbs`` generations never go backwards within a client session;
-- every edit lands: once the editor stops, the watcher alone brings the index to
-  the files' current bytes.
+- every edit lands: once the syncs and the editor stop, one more edit is made and the
+  watcher alone brings the index to the files' current bytes.
 
 Prints a JSON report with p50/p99 latency per transport; exit status 1 on any failure.
 """
@@ -258,7 +258,8 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
     watcher = None
     if watch:
         watch_out = open(tmp / "watch.jsonl", "w", encoding="utf-8")
-        watcher = subprocess.Popen([PNK, "sync", "--watch", "--kb", str(root), "--json"], env=env_for(user),
+        watcher = subprocess.Popen([PNK, "sync", "--watch", "--kb", str(root), "--json"],
+                                   env={**env_for(user), "PYTHONUNBUFFERED": "1"},  # a line per sync, at once
                                    stdin=subprocess.DEVNULL, stdout=watch_out, stderr=log)
     stats = Stats()
     sync_out: dict[str, Any] = {}
@@ -275,6 +276,12 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
             if time.monotonic() > deadline or http.poll() is not None:
                 raise RuntimeError("pnk serve --http did not start")
             time.sleep(0.1)
+        if watcher is not None:  # its first report: it runs (and has made its initial sync)
+            deadline = time.monotonic() + 180
+            while not (tmp / "watch.jsonl").read_text(encoding="utf-8").strip():
+                if time.monotonic() > deadline or watcher.poll() is not None:
+                    raise RuntimeError("pnk sync --watch did not start")
+                time.sleep(0.2)
         syncer = threading.Thread(target=sync_loop, args=(root, user, canaries, stop, sync_out))
         editing = threading.Thread(target=editor, args=(root, docs, stop_edits, edit_out))
         per = max(1, calls // clients)
@@ -293,13 +300,16 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
                         tg.start_soon(client, session, transport, per, stats, canaries, n, sync_out, min_syncs)
 
         anyio.run(main)
+        stop.set()  # no more pnk sync: from here only the watcher syncs
+        with contextlib.suppress(RuntimeError):
+            syncer.join(timeout=600)
         stop_edits.set()
         with contextlib.suppress(RuntimeError):
             editing.join(timeout=60)
-        stop.set()
-        with contextlib.suppress(RuntimeError):
-            syncer.join(timeout=600)
         if watcher is not None:  # the watcher alone must now bring the index to every edit
+            final = root / "d000.md"  # one edit after the last pnk sync, for certain
+            final.write_text(final.read_text(encoding="utf-8") + "\nthe last edit.\n", encoding="utf-8")
+            edit_out["edits"] = edit_out.get("edits", 0) + 1
             deadline = time.monotonic() + 120
             while True:
                 lagging = caught_up(root)
