@@ -1,4 +1,5 @@
-"""Concurrency harness: ``pnk serve`` answers a stream of calls while ``pnk sync`` runs again and again.
+"""Concurrency harness: ``pnk serve`` answers a stream of calls while ``pnk sync`` runs again and again
+and a file watcher (``pnk sync --watch``) syncs the edits landing in the KB.
 
     python benchmarks/harness_concurrency.py --calls 500            # full size
     python benchmarks/harness_concurrency.py --calls 80 --docs 12 --min-syncs 3   # about what CI runs
@@ -7,13 +8,19 @@ One stdio server and one ``--http`` server (127.0.0.1) serve the same KB; severa
 MCP SDK client sessions call ``pinakes_search``, ``pinakes_links`` and
 ``pinakes_kbs`` at once, while a loop rewrites a set of *canary* documents (all
 of them carry the same round number) and runs a real ``pnk sync`` after each
-rewrite. The checks:
+rewrite, and an editor keeps editing the other documents (and adding new ones)
+under a running ``pnk sync --watch``. The checks:
 
-- zero errors: every call returns a result, never a tool error;
+- zero errors: every call returns a result, never a tool error; every sync succeeds;
+  the watcher reports no failed sync (it may find the store busy with another sync:
+  it retries, as designed) and stops cleanly on SIGTERM;
 - one generation per answer: a search for the canary token returns canary chunks
   that all carry the same round (sync applies a round in one transaction, so a
-  mix would mean an answer read two index generations);
-- ``pinakes_kbs`` generations never go backwards within a client session.
+  mix would mean an answer read two index generations). The canaries are rewritten
+  under the KB's sync lock, so no sync (the watcher's included) sees half a round;
+- ``pinakes_kbs`` generations never go backwards within a client session;
+- every edit lands: once the syncs and the editor stop, one more edit is made and the
+  watcher alone brings the index to the files' current bytes.
 
 Prints a JSON report with p50/p99 latency per transport; exit status 1 on any failure.
 """
@@ -57,6 +64,14 @@ def write_canaries(root: Path, n: int, rnd: int) -> None:
     for i in range(n):
         (root / f"canary{i}.md").write_text(
             f"# Canary {i}\n\n{CANARY} round-{rnd} the keeper logs this round.\n", encoding="utf-8")
+
+
+def write_canaries_locked(root: Path, n: int, rnd: int) -> None:
+    """Rewrite the canaries holding the KB's sync lock: a sync sees the whole round or none of it."""
+    from pinakes.store import SyncLock
+
+    with SyncLock(root / ".pinakes", wait=600):
+        write_canaries(root, n, rnd)
 
 
 def env_for(user: Path) -> dict[str, str]:
@@ -167,7 +182,7 @@ def sync_loop(root: Path, user: Path, canaries: int, stop: threading.Event, out:
     rnd = 0
     while not stop.is_set():
         rnd += 1
-        write_canaries(root, canaries, rnd)
+        write_canaries_locked(root, canaries, rnd)
         run = subprocess.run([PNK, "sync", "--kb", str(root), "-q"], env=env_for(user),
                              capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
@@ -175,8 +190,60 @@ def sync_loop(root: Path, user: Path, canaries: int, stop: threading.Event, out:
         out["syncs"] = out.get("syncs", 0) + 1
 
 
+def editor(root: Path, docs: int, stop: threading.Event, out: dict[str, Any], pause: float = 0.4) -> None:
+    """Edit the plain documents (an appended line each time) and now and then add one, until ``stop``.
+
+    Each edit is written to a temp file and renamed over, as editors save.
+    """
+    n = 0
+    while not stop.wait(pause):
+        n += 1
+        if n % 5 == 0:
+            rel = f"new{n:04d}.md"
+            text = f"# New {n}\n\n{' '.join(WORDS[(n + j) % len(WORDS)] for j in range(30))}\n"
+        else:
+            rel = f"d{n % docs:03d}.md"
+            text = (root / rel).read_text(encoding="utf-8") + f"\nedit-{n} the gallery log grows.\n"
+        tmp = root / f".{rel}.edit"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, root / rel)
+        out["edits"] = out.get("edits", 0) + 1
+
+
+def caught_up(root: Path) -> list[str]:
+    """Documents whose indexed hash is not their bytes on disk (empty: the index holds every edit)."""
+    import hashlib
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{root / '.pinakes' / 'index.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = dict(conn.execute("SELECT path, hash FROM documents"))
+    finally:
+        conn.close()
+    disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in root.glob("*.md")}
+    return sorted(rel for rel in set(rows) | set(disk) if rows.get(rel) != disk.get(rel))
+
+
+def watcher_report(path: Path) -> dict[str, Any]:
+    """What ``pnk sync --watch --json`` said: syncs, busy retries, and any other error."""
+    out: dict[str, Any] = {"syncs": 0, "busy": 0, "errors": []}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            out["errors"].append(f"not JSON: {line[:200]}")
+            continue
+        if "error" not in event:
+            out["syncs"] += 1
+        elif "another sync is running" in str(event["error"]):
+            out["busy"] += 1  # the watcher retries on its next wake-up
+        else:
+            out["errors"].append(str(event["error"])[:300])
+    return out
+
+
 def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
-        workdir: Path | None = None, min_syncs: int = 10) -> dict[str, Any]:
+        workdir: Path | None = None, min_syncs: int = 10, watch: bool = True) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="pnk-conc-", dir=workdir))
     user = tmp / "user"
     user.mkdir()
@@ -188,10 +255,19 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
     log = open(tmp / "serve.log", "w", encoding="utf-8")
     http = subprocess.Popen([PNK, "serve", "--kb", str(root), "--http", "--port", str(port)],
                             env=env_for(user), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    watcher = None
+    if watch:
+        watch_out = open(tmp / "watch.jsonl", "w", encoding="utf-8")
+        watcher = subprocess.Popen([PNK, "sync", "--watch", "--kb", str(root), "--json"],
+                                   env={**env_for(user), "PYTHONUNBUFFERED": "1"},  # a line per sync, at once
+                                   stdin=subprocess.DEVNULL, stdout=watch_out, stderr=log)
     stats = Stats()
     sync_out: dict[str, Any] = {}
+    edit_out: dict[str, Any] = {}
     stop = threading.Event()
+    stop_edits = threading.Event()
     started = time.perf_counter()
+    lagging: list[str] = []
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -200,7 +276,14 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
             if time.monotonic() > deadline or http.poll() is not None:
                 raise RuntimeError("pnk serve --http did not start")
             time.sleep(0.1)
+        if watcher is not None:  # its first report: it runs (and has made its initial sync)
+            deadline = time.monotonic() + 180
+            while not (tmp / "watch.jsonl").read_text(encoding="utf-8").strip():
+                if time.monotonic() > deadline or watcher.poll() is not None:
+                    raise RuntimeError("pnk sync --watch did not start")
+                time.sleep(0.2)
         syncer = threading.Thread(target=sync_loop, args=(root, user, canaries, stop, sync_out))
+        editing = threading.Thread(target=editor, args=(root, docs, stop_edits, edit_out))
         per = max(1, calls // clients)
 
         async def main() -> None:
@@ -210,15 +293,42 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
                 for _ in range(clients - 1):
                     sessions.append(("http", await stack.enter_async_context(http_session(url))))
                 syncer.start()
+                if watcher is not None:
+                    editing.start()
                 async with anyio.create_task_group() as tg:
                     for n, (transport, session) in enumerate(sessions):
                         tg.start_soon(client, session, transport, per, stats, canaries, n, sync_out, min_syncs)
 
         anyio.run(main)
+        stop.set()  # no more pnk sync: from here only the watcher syncs
+        with contextlib.suppress(RuntimeError):
+            syncer.join(timeout=600)
+        stop_edits.set()
+        with contextlib.suppress(RuntimeError):
+            editing.join(timeout=60)
+        if watcher is not None:  # the watcher alone must now bring the index to every edit
+            final = root / "d000.md"  # one edit after the last pnk sync, for certain
+            final.write_text(final.read_text(encoding="utf-8") + "\nthe last edit.\n", encoding="utf-8")
+            edit_out["edits"] = edit_out.get("edits", 0) + 1
+            deadline = time.monotonic() + 120
+            while True:
+                lagging = caught_up(root)
+                if not lagging or time.monotonic() > deadline or watcher.poll() is not None:
+                    break
+                time.sleep(0.5)
     finally:
+        stop_edits.set()
         stop.set()
         with contextlib.suppress(RuntimeError):
             syncer.join(timeout=600)
+        if watcher is not None:
+            watcher.terminate()  # SIGTERM: pnk sync --watch stops like Ctrl-C
+            try:
+                watcher.wait(60)
+            except subprocess.TimeoutExpired:
+                watcher.kill()
+                watcher.wait()
+            watch_out.close()
         http.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             http.wait(20)
@@ -229,12 +339,25 @@ def run(calls: int = 500, docs: int = 40, clients: int = 4, canaries: int = 4,
         failures.append("a server logged a traceback")
     if http.returncode not in (0, -15):
         failures.append(f"pnk serve --http exited {http.returncode}")
+    watched: dict[str, Any] = {}
+    if watcher is not None:
+        watched = watcher_report(tmp / "watch.jsonl")
+        failures += [f"pnk sync --watch: {e}" for e in watched["errors"]]
+        if watcher.returncode != 0:
+            failures.append(f"pnk sync --watch exited {watcher.returncode} on SIGTERM")
+        if lagging:
+            failures.append(f"the watcher never indexed the last edits of {lagging[:5]}")
+        if edit_out.get("edits", 0) and not watched["syncs"]:
+            failures.append("pnk sync --watch never synced")
     all_ms = [v for vals in stats.latency.values() for v in vals]
     report = {
         "calls": stats.calls,
         "clients": clients,
         "syncs_during": sync_out.get("syncs", 0),
         "canary_rounds_seen": len(stats.rounds_seen),
+        "edits_during": edit_out.get("edits", 0),
+        "watcher_syncs": watched.get("syncs", 0),
+        "watcher_busy_retries": watched.get("busy", 0),
         "p50_ms": percentile(all_ms, 50),
         "p99_ms": percentile(all_ms, 99),
         "by_transport": {t: {"calls": len(v), "p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99)}
@@ -257,9 +380,11 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=40)
     ap.add_argument("--clients", type=int, default=4, help="1 stdio session + N-1 HTTP sessions")
     ap.add_argument("--min-syncs", type=int, default=10, help="keep calling until this many syncs ran")
+    ap.add_argument("--no-watch", action="store_true", help="without the pnk sync --watch and its editor")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
-    report = run(args.calls, args.docs, args.clients, workdir=args.workdir, min_syncs=args.min_syncs)
+    report = run(args.calls, args.docs, args.clients, workdir=args.workdir, min_syncs=args.min_syncs,
+                 watch=not args.no_watch)
     print(json.dumps(report, indent=2))
     sys.exit(1 if report["failures"] else 0)
 

@@ -2,8 +2,9 @@
 
 ``PINAKES_CRASH_AT=NAME:N`` makes the process SIGKILL itself the N-th time it
 reaches crash point ``NAME`` (``atomic-write``, ``embed-batch``, ``apply-doc``,
-``apply-commit``), so the harness can land a kill -9 exactly inside an
-embedding batch or the write transaction instead of hoping a timer does. It
+``apply-commit``, ``move-sidecar``, ``swap-sidecar``), so the harness can land a
+kill -9 exactly inside an embedding batch, the write transaction or a sidecar
+move instead of hoping a timer does. It
 is read once at import; unset (always, outside the harness) a crash point is
 one dictionary lookup. Nothing else in Pinakes reads it.
 """

@@ -73,6 +73,20 @@ def is_stray_temp(name: str) -> bool:
     return False
 
 
+def stray_temps_under(root: Path, folder: str) -> list[tuple[str, str]]:
+    """Dead writers' temp files in ``root/folder`` and below, as ``(relative path, absolute path)``.
+
+    For a folder the KB walk does not enter: the parallel sidecar tree.
+    """
+    out = []
+    for dirpath, _, names in os.walk(root / folder):
+        for name in names:
+            if name.endswith(".tmp") and is_stray_temp(name):
+                path = os.path.join(dirpath, name)
+                out.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+    return out
+
+
 @lru_cache(maxsize=256)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """Compile a gitignore-like glob (``**`` spans folders, ``*`` does not)."""

@@ -18,20 +18,25 @@ new documents still wait for a sidecar, and:
 
 Anything ambiguous (two new files with the same content as one vanished
 document, a near tie) is reported as one problem line and left alone: never
-guessed. The sidecar is moved as bytes (comments and key order kept):
-written atomically at the new place (temp, fsync, rename) and removed from the
-old one only after that. Sync then sees the same ULID at a new path, which is
+guessed. The sidecar is moved with one rename (comments and key order kept),
+so a kill leaves it at the old place or the new one, never at both; a swap
+is logged first and replayed by the next sync when a kill interrupts it. Sync then sees the same ULID at a new path, which is
 an ordinary rename: the internal document key, links and metadata carry over.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import errno
+import json
 import os
 import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .faults import crash_point
 from .fsutil import atomic_write
 from .sidecar import read_sidecar, sidecar_rel_path
 
@@ -78,7 +83,7 @@ def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, 
                and d.sidecar_stat == existing[d.rel]["sidecar_stat"]
                and d.ulid == existing[d.rel]["ulid"]]
     if len(changed) > 1:
-        swaps = _swap(root, existing, changed, report)
+        swaps = _swap(root, existing, changed, report, store.state_dir)
     return swaps
 
 
@@ -189,37 +194,53 @@ def _ambiguous(news: list[str], olds: list[str], why: str) -> str:
 
 
 def _move_sidecar(old: Path, new: Path, prune: Path | None = None) -> bool:
-    """Move a sidecar's bytes: atomic write at ``new`` (fsynced), then remove ``old``.
+    """Move a sidecar to ``new`` with one rename, so a kill leaves it at one place or the other.
 
+    (Writing a copy and then removing the original left, when killed between the
+    two, a second sidecar carrying the same id beside nothing.) Only across file
+    systems (a mount inside the KB) is it copied (atomically) and then removed.
     ``prune``: the parallel sidecar tree, in which folders the move left empty
     are removed (the user's own folders are never touched).
     """
     if new.exists():
         return False
     try:
-        raw = old.read_bytes()
-        mode = old.stat().st_mode & 0o777
-    except OSError:
-        return False
-    atomic_write(new, raw)
-    os.chmod(new, mode)
-    try:
-        old.unlink()
-    except FileNotFoundError:
-        pass
+        new.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(old, new)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            return False
+        try:
+            raw = old.read_bytes()
+            mode = old.stat().st_mode & 0o777
+        except OSError:
+            return False
+        atomic_write(new, raw)
+        os.chmod(new, mode)
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
+    crash_point("move-sidecar")  # test equipment: pinakes/faults.py
+    _fsync_dir(new.parent)
     _fsync_dir(old.parent)
     if prune is not None:
         _prune_empty(old.parent, prune)
     return True
 
 
+#: The redo log of a sidecar swap in progress, in the KB's state folder.
+SWAP_JOURNAL = "swap.journal"
+
+
 def _swap(root: Path, existing: dict[str, Any], changed: list[PreparedDoc],
-          report: SyncReport) -> dict[str, Any]:
+          report: SyncReport, state_dir: Path) -> dict[str, Any]:
     """Rotate sidecars among documents that only exchanged contents (cycles of exact matches).
 
-    Each new sidecar text is written to a temporary file first (all fsynced),
-    then renamed into place: a crash between two renames leaves the not yet
-    placed sidecar as a ``.tmp`` file beside its target, never lost.
+    A swap rewrites several sidecars, and no kill between two of those writes
+    may leave two sidecars with one id (the other identity lost). So the whole
+    swap (every sidecar's text before and after) is first written, atomically,
+    to a redo log (:data:`SWAP_JOURNAL`); then each sidecar is written
+    atomically; then the log is removed. A sync that finds the log left by a
+    killed one finishes the swap first (:func:`finish_interrupted_swap`).
     """
     from .sync import identify
 
@@ -243,19 +264,58 @@ def _swap(root: Path, existing: dict[str, Any], changed: list[PreparedDoc],
         return {}
     docs = {d.rel: d for d in changed if d.rel in cycle_members}
     texts = {rel: (root / d.sidecar_rel).read_bytes() for rel, d in docs.items()}
-    staged = []
-    for rel, doc in docs.items():
-        target = root / doc.sidecar_rel
-        tmp = target.with_name(f".{target.name}.swap.tmp")
-        atomic_write(tmp, texts[takes[rel]])
-        staged.append((tmp, target))
-    for tmp, target in staged:
-        os.replace(tmp, target)
-    for parent in {t.parent for _, t in staged}:
-        _fsync_dir(parent)
+    plan = [(doc.sidecar_rel, texts[rel], texts[takes[rel]]) for rel, doc in docs.items()]
+    journal = state_dir / SWAP_JOURNAL
+    atomic_write(journal, json.dumps([{"path": p, "old": _b64(a), "new": _b64(b)} for p, a, b in plan]))
+    for sc_rel, _, new in plan:
+        atomic_write(root / sc_rel, new)
+        crash_point("swap-sidecar")  # test equipment: pinakes/faults.py
+    journal.unlink()
+    _fsync_dir(state_dir)
     for doc in docs.values():
         identify(doc, root / doc.sidecar_rel, report)
     return {rel: existing[takes[rel]] for rel in docs}
+
+
+def finish_interrupted_swap(root: Path, state_dir: Path) -> list[tuple[str, str]]:
+    """Complete a sidecar swap a killed sync left half done; returns problem lines.
+
+    Each sidecar of the logged swap that still holds its text from before gets
+    its new one; a sidecar edited since (neither text) is left alone and
+    reported. Runs under the sync lock, before the scan.
+    """
+    journal = state_dir / SWAP_JOURNAL
+    try:
+        entries = json.loads(journal.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        return [(f".pinakes/{SWAP_JOURNAL}", f"unreadable, not replayed ({exc}); removed")]
+    problems = []
+    done = []
+    for entry in entries:
+        rel, old, new = str(entry["path"]), base64.b64decode(entry["old"]), base64.b64decode(entry["new"])
+        try:
+            current = (root / rel).read_bytes()
+        except OSError:
+            current = None
+        if current == old:
+            atomic_write(root / rel, new)
+        elif current != new:
+            problems.append((rel, "changed since an interrupted sync began to swap it with another "
+                                  "document's sidecar; left as it is (check its id)"))
+            continue
+        done.append(rel)
+    journal.unlink()
+    _fsync_dir(state_dir)
+    if done:
+        problems.append((done[0], "finished swapping the sidecars of " + ", ".join(done)
+                         + " (a sync was interrupted while it swapped them)"))
+    return problems
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _fsync_dir(folder: Path) -> None:

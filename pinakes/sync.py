@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .faults import crash_point
-from .fsutil import WalkProblem, atomic_write, walk_kb
+from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
 from .graph import run_derivers
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
-from .moves import recognise_moves
+from .moves import finish_interrupted_swap, recognise_moves
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
@@ -181,11 +181,16 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems,
                          strays))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
+    if mode not in ("", "beside"):
+        # The walk skips the parallel sidecar tree, where a killed sidecar write leaves its temp.
+        strays.extend(stray_temps_under(root, mode.strip("/")))
     for stray_rel, stray in strays:
         # A truth-file write killed before its rename: the file itself is intact.
         with contextlib.suppress(OSError):
             os.unlink(stray)
             problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
+    # A sidecar swap a killed sync left half done (two sidecars with one id) is finished first.
+    problems.extend(finish_interrupted_swap(root, store.state_dir))
 
     existing = {
         row["path"]: row

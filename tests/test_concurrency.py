@@ -1,4 +1,4 @@
-"""Concurrency: ``pnk serve`` under repeated syncs (the harness at CI size), and two syncs at once.
+"""Concurrency: ``pnk serve`` under repeated syncs and a file watcher (the harness at CI size), and two syncs at once.
 
 Full size: ``python benchmarks/harness_concurrency.py --calls 500`` (docs/reliability.md).
 """
@@ -29,11 +29,13 @@ def _harness():
 
 
 def test_serve_answers_consistently_while_sync_runs(tmp_path: Path) -> None:
+    """Two servers, three sessions, syncs in a loop and a ``pnk sync --watch`` syncing an editor's edits."""
     report = _harness().run(calls=40, docs=8, clients=3, canaries=3, workdir=tmp_path, min_syncs=2)
     assert report["failures"] == [], json.dumps(report, indent=1)
     assert report["calls"] >= 40 and report["syncs_during"] >= 2
     assert set(report["by_transport"]) == {"stdio", "http"}
     assert report["canary_rounds_seen"] >= 2  # answers came from more than one generation
+    assert report["edits_during"] >= 1 and report["watcher_syncs"] >= 2  # the initial sync, then edits
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

@@ -507,6 +507,41 @@ def apply(adoption: Adoption) -> Adoption:
 
 
 def adopt(path: Path, name: str | None = None, dry_run: bool = False) -> Adoption:
-    """Plan the adoption of ``path`` and, unless ``dry_run``, carry it out."""
+    """Plan the adoption of ``path`` and, unless ``dry_run``, carry it out.
+
+    A re-adoption after a page was moved (``git mv`` leaves its sidecar behind)
+    syncs first, so sync's rename handling carries the sidecar, and the id, to the
+    page's new path; planned first, the moved page would get a fresh sidecar and a
+    new id, and its old sidecar would stay beside nothing.
+    """
+    root = Path(path).expanduser()
+    if not dry_run and _indexed_page_vanished(root):
+        from pinakes import KB
+
+        kb = KB.open(root)
+        try:
+            kb.sync()
+        finally:
+            kb.close()
     adoption = plan(path, name=name)
     return adoption if dry_run else apply(adoption)
+
+
+def _indexed_page_vanished(root: Path) -> bool:
+    """True when the KB's index holds a page no longer on disk (moved or deleted since)."""
+    import sqlite3
+
+    from pinakes.config import STATE_DIR
+
+    db = root / STATE_DIR / "index.db"
+    if not (root / CONFIG_NAME).is_file() or not db.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            paths = [r[0] for r in conn.execute("SELECT path FROM documents")]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return any(not (root / p).exists() for p in paths)

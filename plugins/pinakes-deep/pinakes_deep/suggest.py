@@ -66,16 +66,28 @@ def write_suggestions(kb: Any, suggestions: Sequence[dict[str, Any]]) -> dict[st
     """Stage ``suggestions`` into their sidecars; returns what was added and what existed."""
     from ruamel.yaml.comments import CommentedMap
 
+    from pinakes.errors import DocumentNotFound
     from pinakes.links import _editable_sidecar, _links_seq, _matching, relative_to, target_for
     from pinakes.sidecar import write_sidecar
 
     edits: dict[str, Any] = {}
     added: list[dict[str, Any]] = []
     existing: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    if suggestions:
+        # As `pnk link` does: the index must know where each document is now. A source
+        # deleted since the last sync would otherwise get its sidecar written back
+        # beside nothing, and a moved one the sidecar at its old path.
+        kb.sync()
     for s in suggestions:
-        src_row = kb.resolve(s["src_id"])
+        try:
+            src_row = kb.resolve(s["src_id"])
+        except DocumentNotFound:
+            skipped.append(s)
+            continue
         target = target_for(kb, s["to_id"])
         if target is None:
+            skipped.append(s)
             continue
         sc = edits.get(src_row["sidecar_path"]) or _editable_sidecar(kb, src_row)
         seq = _links_seq(sc, create=True)
@@ -96,4 +108,5 @@ def write_suggestions(kb: Any, suggestions: Sequence[dict[str, Any]]) -> dict[st
     for sc in edits.values():  # every edit prepared before the first write
         write_sidecar(sc)
     summary = kb.sync().summary() if edits else None
-    return {"added": added, "existing": existing, "sidecars": sorted(edits), "sync": summary}
+    return {"added": added, "existing": existing, "skipped": skipped, "sidecars": sorted(edits),
+            "sync": summary}
