@@ -121,6 +121,29 @@ def test_confident_round0_is_exactly_one_call(make_kb: Any) -> None:
     assert len(data["planned_calls"]) == 1
 
 
+def test_system_role_user_sends_the_instructions_inside_the_user_turn(make_kb: Any) -> None:
+    """For chat templates without a system turn (llama.cpp's `gemma` format drops one silently)."""
+    from pinakes.errors import ConfigError
+    from pinakes_deep.prompts import SYNTH_SYSTEM
+
+    kb = kb_with(make_kb, deep="confident_at = 0.5", extra='system_role = "user"\n')
+    with FakeLLM(["At Port Essery [1]."]) as server:
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?")
+    msgs = server.requests[0]["messages"]
+    assert [m["role"] for m in msgs] == ["user"]
+    assert msgs[0]["content"].startswith(SYNTH_SYSTEM + "\n\nQUESTION: Where was the first Halden")
+    assert data["settings"]["llm"]["system_role"] == "user"
+    assert [c["path"] for c in data["citations"]] == ["machines/halden-turbine.md"]
+    # the default keeps the system message
+    plain = kb_with(make_kb, deep="confident_at = 0.5", name="plain-kb")
+    with FakeLLM(["At Port Essery [1]."]) as server:
+        run(plain, server, "Where was the first Halden tidal turbine installed?")
+    assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]
+    odd = kb_with(make_kb, extra='system_role = "assistant"\n', name="odd-kb")
+    with pytest.raises(ConfigError, match="system_role must be one of system, user"):
+        resolve(odd, base_url="http://127.0.0.1:9/v1")
+
+
 def test_deep_loop_repairs_a_cycle_solves_in_order_and_records_everything(make_kb: Any) -> None:
     kb = kb_with(make_kb, deep="confident_at = 1.01")
     plan = plan_json(
