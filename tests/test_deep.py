@@ -304,9 +304,16 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     echo = "QUESTION: where?\n\nPASSAGES:\n" + "\n".join(
         f"[{i}] {p['title']} ({p['path']})\nsome text" for i, p in enumerate(shown, 1))
     echo += f"\n[2] {shown[1]['title']}"  # cut off by max_tokens mid-header
+    # and reformatted as markdown, as a small instruction-tuned model does
+    echo += f"\n[1] **{shown[0]['title']} ({shown[0]['path']})**\n- **[2] {shown[1]['title']}**"
+    echo += f"\n### [1] {shown[0]['title']}:"
     with FakeLLM([echo]) as server:
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"] == [] and data["suggestions"] == []
+    # a real citation on a line of its own still counts
+    with FakeLLM([echo + "\n[1] The first unit went to Port Essery."]) as server:
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
+    assert [c["passages"] for c in data["citations"]] == [[1]]
 
 
 def test_write_suggestions_is_idempotent_and_keeps_comments(make_kb: Any) -> None:

@@ -66,8 +66,9 @@ def unechoed(text: str, shown: Sequence[Passage]) -> str:
     heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES) for p in shown}
     keep = []
     for line in (text or "").splitlines():
-        m = re.match(r"\s*\[\d+\]\s*(.*)$", line)
-        rest = m.group(1).strip() if m else ""
+        # also as a list item, a heading or in bold: "- **[2] Title (path)**", "### [2] Title"
+        m = re.match(r"\s*(?:[-*#>]+\s+)?[*_`]*\[\d+\][*_`]*\s*(.*)$", line)
+        rest = m.group(1).strip().strip("*_`:").strip() if m else ""
         # the whole header, or its start when the reply was cut off mid-line
         if rest and any(h == rest or (len(rest) >= 8 and h.startswith(rest)) for h in heads):
             continue
