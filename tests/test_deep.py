@@ -316,6 +316,32 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     assert [c["passages"] for c in data["citations"]] == [[1]]
 
 
+def test_a_reply_that_echoes_its_prompt_cites_nothing_it_copied(make_kb: Any) -> None:
+    """Gemma 3 270M (a base model) repeats its prompt; the copied [n] marks are not citations."""
+    kb = kb_with(make_kb, extra='system_role = "user"\n')
+    q = "Where was the first Halden tidal turbine installed?"
+    with FakeLLM(["x"]) as server:
+        run(kb, server, q, deep=False)
+    prompt = server.requests[0]["messages"][0]["content"]
+    first = prompt.index("[1] ")
+    head_end = prompt.index("\n", first)
+    # the instructions, the question, then passage 1 copied without its "(path)" header tail
+    title = prompt[first + 4:head_end].rsplit(" (", 1)[0]
+    body = prompt[head_end + 1:].split("\n", 1)[0]
+    echo = prompt[:first] + f"[1] {title}: {body}\n[2] {body[:50]}"
+    with FakeLLM([echo]) as server:
+        data = run(kb, server, q, deep=False)
+    assert data["citations"] == [] and data["suggestions"] == []
+    # what follows the copied part is read as usual
+    with FakeLLM([prompt[:first] + "\nAt Port Essery [1]."]) as server:
+        data = run(kb, server, q, deep=False)
+    assert [c["passages"] for c in data["citations"]] == [[1]]
+    # a short restatement of the question is not an echo, and neither is a plain answer
+    with FakeLLM([f"{q} At Port Essery [1].", "At Port Essery [1]."]) as server:
+        assert run(kb, server, q, deep=False)["citations"][0]["passages"] == [1]
+        assert run(kb, server, q, deep=False)["citations"][0]["passages"] == [1]
+
+
 def test_write_suggestions_is_idempotent_and_keeps_comments(make_kb: Any) -> None:
     kb = kb_with(make_kb, deep="confident_at = 1.01")
     sc = kb.root / "people" / "mira-okafor.pnk.yaml"
