@@ -511,13 +511,18 @@ def test_eval_deep_reports_cost_tokens_and_cited_recall_per_class(make_kb: Any, 
     gold = {"m01": {ulid[p] for p in ("people/mira-okafor.md", "machines/halden-turbine.md",
                                       "places/port-essery.md")}}
     assert rows["m01"]["cited_recall"] == pytest.approx(len(set(rows["m01"]["cited"]) & gold["m01"]) / 3)
-    assert rows["u01"]["cited_recall"] is None
+    assert set(rows["m01"]["gold"]) == gold["m01"]  # the row says what it was scored against
+    assert rows["u01"]["cited_recall"] is None and rows["u01"]["gold"] == []
     for cls in ("simple", "multi-hop", "unanswerable", "all"):
         s = out["classes"][cls]
         assert s["calls_per_query"] >= 3 and s["tokens_per_query"] > 0 and s["budget_breaches"] == 0
     assert out["classes"]["all"]["eur_total"] == pytest.approx(sum(r["eur"] for r in rows.values()))
     # each question left its own transcript
     assert len(list((kb.config.state_dir / "transcripts").glob("*.json"))) == 3
+    # --class choose the questions of the paid run as they do the free one's
+    one = json.loads(runner.invoke(cli, ["eval", "--deep", "--kb", str(kb.root), "--json",
+                                         "--class", "multi-hop"]).output)
+    assert [r["id"] for r in one["per_question"]] == ["m01"] and one["source"]["classes"] == ["multi-hop"]
 
 
 def test_an_unreadable_reply_is_charged_its_reservation(make_kb: Any) -> None:
