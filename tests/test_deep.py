@@ -307,6 +307,8 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     # and reformatted as markdown, as a small instruction-tuned model does
     echo += f"\n[1] **{shown[0]['title']} ({shown[0]['path']})**\n- **[2] {shown[1]['title']}**"
     echo += f"\n### [1] {shown[0]['title']}:"
+    # in another case, or under a made-up title: still the header form "[n] title (path)"
+    echo += f"\n[1] {shown[0]['title'].upper()} ({shown[0]['path']})\n[2] Some Other Title ({shown[1]['path']})"
     with FakeLLM([echo]) as server:
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"] == [] and data["suggestions"] == []

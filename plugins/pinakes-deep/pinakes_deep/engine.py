@@ -89,7 +89,8 @@ def unechoed(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) ->
     passage header, and ``[n]`` lines whose text is copied from the prompt.
     ``prompt`` is :func:`prompt_text` of the messages the reply answers.
     """
-    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES) for p in shown}
+    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES).casefold() for p in shown}
+    tails = tuple(f"({p.path})".casefold() for p in shown if p.path)
     text = (text or "").lstrip()
     if prompt:
         text = text[_echoed_prefix(text, prompt):]
@@ -98,8 +99,11 @@ def unechoed(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) ->
         # also as a list item, a heading or in bold: "- **[2] Title (path)**", "### [2] Title"
         m = re.match(r"\s*(?:[-*#>]+\s+)?[*_`]*\[\d+\][*_`]*\s*(.*)$", line)
         rest = m.group(1).strip().strip("*_`:").strip() if m else ""
-        # the whole header, or its start when the reply was cut off mid-line
-        if rest and any(h == rest or (len(rest) >= 8 and h.startswith(rest)) for h in heads):
+        low = rest.casefold()
+        # the whole header, its start when the reply was cut off mid-line, or any title
+        # followed by a shown passage's "(path)": the prompt's header form, not a claim
+        if low and (any(h == low or (len(low) >= 8 and h.startswith(low)) for h in heads)
+                    or low.endswith(tails)):
             continue
         if len(rest) >= 20 and any(rest[:ECHO_CHARS] in t for t in prompt):  # a passage copied out
             continue
