@@ -309,7 +309,7 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     echo += f"\n### [1] {shown[0]['title']}:"
     # in another case, or under a made-up title: still the header form "[n] title (path)"
     echo += f"\n[1] {shown[0]['title'].upper()} ({shown[0]['path']})\n[2] Some Other Title ({shown[1]['path']})"
-    with FakeLLM([echo]) as server:
+    with FakeLLM([echo + "\n\n[3]"]) as server:  # ending on the next header, cut off by max_tokens
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"] == [] and data["suggestions"] == []
     # a real citation on a line of its own still counts

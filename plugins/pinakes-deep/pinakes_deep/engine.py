@@ -95,7 +95,10 @@ def unechoed(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) ->
     if prompt:
         text = text[_echoed_prefix(text, prompt):]
     keep = []
-    for line in text.splitlines():
+    lines = text.rstrip().splitlines()
+    if lines and re.fullmatch(r"\s*\[\d+\]\s*", lines[-1]):  # a header cut off by max_tokens
+        lines.pop()
+    for line in lines:
         # also as a list item, a heading or in bold: "- **[2] Title (path)**", "### [2] Title"
         m = re.match(r"\s*(?:[-*#>]+\s+)?[*_`]*\[\d+\][*_`]*\s*(.*)$", line)
         rest = m.group(1).strip().strip("*_`:").strip() if m else ""
