@@ -28,7 +28,8 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
                    "([retrieval] overrides). Default: the KB's graph_channel.")
 @click.option("--class", "classes", multiple=True, metavar="CLASS",
               type=click.Choice(["simple", "multi-hop", "unanswerable"]),
-              help="Only the questions of this class (repeatable); --limit then samples among them.")
+              help="Only the questions of this class: simple, multi-hop or unanswerable (repeatable); "
+                   "--limit then samples among them.")
 @click.option("--limit", type=click.IntRange(1), help="Evaluate a random sample of N questions.")
 @click.option("--seed", default=0, show_default=True, help="Seed of --limit's sample and the folds.")
 @click.option("--calibrate", is_flag=True,
