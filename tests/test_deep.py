@@ -121,6 +121,29 @@ def test_confident_round0_is_exactly_one_call(make_kb: Any) -> None:
     assert len(data["planned_calls"]) == 1
 
 
+def test_system_role_user_sends_the_instructions_inside_the_user_turn(make_kb: Any) -> None:
+    """For chat templates without a system turn (llama.cpp's `gemma` format drops one silently)."""
+    from pinakes.errors import ConfigError
+    from pinakes_deep.prompts import SYNTH_SYSTEM
+
+    kb = kb_with(make_kb, deep="confident_at = 0.5", extra='system_role = "user"\n')
+    with FakeLLM(["At Port Essery [1]."]) as server:
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?")
+    msgs = server.requests[0]["messages"]
+    assert [m["role"] for m in msgs] == ["user"]
+    assert msgs[0]["content"].startswith(SYNTH_SYSTEM + "\n\nQUESTION: Where was the first Halden")
+    assert data["settings"]["llm"]["system_role"] == "user"
+    assert [c["path"] for c in data["citations"]] == ["machines/halden-turbine.md"]
+    # the default keeps the system message
+    plain = kb_with(make_kb, deep="confident_at = 0.5", name="plain-kb")
+    with FakeLLM(["At Port Essery [1]."]) as server:
+        run(plain, server, "Where was the first Halden tidal turbine installed?")
+    assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]
+    odd = kb_with(make_kb, extra='system_role = "assistant"\n', name="odd-kb")
+    with pytest.raises(ConfigError, match="system_role must be one of system, user"):
+        resolve(odd, base_url="http://127.0.0.1:9/v1")
+
+
 def test_deep_loop_repairs_a_cycle_solves_in_order_and_records_everything(make_kb: Any) -> None:
     kb = kb_with(make_kb, deep="confident_at = 1.01")
     plan = plan_json(
@@ -281,9 +304,44 @@ def test_malformed_model_output_is_repaired_or_ends_cleanly(make_kb: Any) -> Non
     echo = "QUESTION: where?\n\nPASSAGES:\n" + "\n".join(
         f"[{i}] {p['title']} ({p['path']})\nsome text" for i, p in enumerate(shown, 1))
     echo += f"\n[2] {shown[1]['title']}"  # cut off by max_tokens mid-header
-    with FakeLLM([echo]) as server:
+    # and reformatted as markdown, as a small instruction-tuned model does
+    echo += f"\n[1] **{shown[0]['title']} ({shown[0]['path']})**\n- **[2] {shown[1]['title']}**"
+    echo += f"\n### [1] {shown[0]['title']}:"
+    # in another case, or under a made-up title: still the header form "[n] title (path)"
+    echo += f"\n[1] {shown[0]['title'].upper()} ({shown[0]['path']})\n[2] Some Other Title ({shown[1]['path']})"
+    with FakeLLM([echo + "\n\n[3]"]) as server:  # ending on the next header, cut off by max_tokens
         data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
     assert data["citations"] == [] and data["suggestions"] == []
+    # a real citation on a line of its own still counts
+    with FakeLLM([echo + "\n[1] The first unit went to Port Essery."]) as server:
+        data = run(kb, server, "Where was the first Halden tidal turbine installed?", deep=False)
+    assert [c["passages"] for c in data["citations"]] == [[1]]
+
+
+def test_a_reply_that_echoes_its_prompt_cites_nothing_it_copied(make_kb: Any) -> None:
+    """Gemma 3 270M (a base model) repeats its prompt; the copied [n] marks are not citations."""
+    kb = kb_with(make_kb, extra='system_role = "user"\n')
+    q = "Where was the first Halden tidal turbine installed?"
+    with FakeLLM(["x"]) as server:
+        run(kb, server, q, deep=False)
+    prompt = server.requests[0]["messages"][0]["content"]
+    first = prompt.index("[1] ")
+    head_end = prompt.index("\n", first)
+    # the instructions, the question, then passage 1 copied without its "(path)" header tail
+    title = prompt[first + 4:head_end].rsplit(" (", 1)[0]
+    body = prompt[head_end + 1:].split("\n", 1)[0]
+    echo = prompt[:first] + f"[1] {title}: {body}\n[2] {body[:50]}"
+    with FakeLLM([echo]) as server:
+        data = run(kb, server, q, deep=False)
+    assert data["citations"] == [] and data["suggestions"] == []
+    # what follows the copied part is read as usual
+    with FakeLLM([prompt[:first] + "\nAt Port Essery [1]."]) as server:
+        data = run(kb, server, q, deep=False)
+    assert [c["passages"] for c in data["citations"]] == [[1]]
+    # a short restatement of the question is not an echo, and neither is a plain answer
+    with FakeLLM([f"{q} At Port Essery [1].", "At Port Essery [1]."]) as server:
+        assert run(kb, server, q, deep=False)["citations"][0]["passages"] == [1]
+        assert run(kb, server, q, deep=False)["citations"][0]["passages"] == [1]
 
 
 def test_write_suggestions_is_idempotent_and_keeps_comments(make_kb: Any) -> None:
@@ -455,13 +513,18 @@ def test_eval_deep_reports_cost_tokens_and_cited_recall_per_class(make_kb: Any, 
     gold = {"m01": {ulid[p] for p in ("people/mira-okafor.md", "machines/halden-turbine.md",
                                       "places/port-essery.md")}}
     assert rows["m01"]["cited_recall"] == pytest.approx(len(set(rows["m01"]["cited"]) & gold["m01"]) / 3)
-    assert rows["u01"]["cited_recall"] is None
+    assert set(rows["m01"]["gold"]) == gold["m01"]  # the row says what it was scored against
+    assert rows["u01"]["cited_recall"] is None and rows["u01"]["gold"] == []
     for cls in ("simple", "multi-hop", "unanswerable", "all"):
         s = out["classes"][cls]
         assert s["calls_per_query"] >= 3 and s["tokens_per_query"] > 0 and s["budget_breaches"] == 0
     assert out["classes"]["all"]["eur_total"] == pytest.approx(sum(r["eur"] for r in rows.values()))
     # each question left its own transcript
     assert len(list((kb.config.state_dir / "transcripts").glob("*.json"))) == 3
+    # --class choose the questions of the paid run as they do the free one's
+    one = json.loads(runner.invoke(cli, ["eval", "--deep", "--kb", str(kb.root), "--json",
+                                         "--class", "multi-hop"]).output)
+    assert [r["id"] for r in one["per_question"]] == ["m01"] and one["source"]["classes"] == ["multi-hop"]
 
 
 def test_an_unreadable_reply_is_charged_its_reservation(make_kb: Any) -> None:

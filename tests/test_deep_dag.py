@@ -51,3 +51,13 @@ def test_duplicates_strings_and_too_many_nodes_are_repaired() -> None:
     assert plan is not None and len(plan.nodes) == 3
     assert len(set(ids(plan))) == 3
     assert any("duplicate" in r for r in plan.repairs) and any("kept the first 3" in r for r in plan.repairs)
+
+
+def test_the_prompts_own_example_plan_echoed_back_is_no_plan() -> None:
+    """Gemma 3 270M repeats its decomposition prompt, JSON example ("question": "...") and all."""
+    from pinakes_deep.prompts import DECOMPOSE_SYSTEM
+
+    echo = DECOMPOSE_SYSTEM.format(n=4) + "\n\nQUESTION: Who directed it?"
+    assert parse_plan(echo, 4) is None
+    mixed = parse_plan('{"subquestions": [{"id": "q1", "question": "..."}, {"id": "q2", "question": "Who?"}]}', 4)
+    assert mixed is not None and [n.question for n in mixed.nodes] == ["Who?"]

@@ -20,7 +20,7 @@ from pinakes.evaluation import calibration as C
 from pinakes.evaluation import metrics as M
 from pinakes.evaluation.dataset import dataset_relevant, load_dataset, materialise
 from pinakes.evaluation.gates import GateTolerances, default_on_gate, gate_verdicts, ppr_gate
-from pinakes.evaluation.golden import load_golden
+from pinakes.evaluation.golden import Question, load_golden, select_questions
 from pinakes.evaluation.reach import Graph, Reach, reach_from, reach_report, sqlite_graph
 from pinakes.evaluation.runner import Setting, parse_matrix
 
@@ -449,6 +449,47 @@ def test_eval_dataset_through_the_cli(tmp_path: Path) -> None:
     off = out["settings"][2]["metrics"]
     assert off["by_class"]["simple"]["recall@2"] == 1.0
     assert set(off["by_question_type"]) == {"comparison"}
+
+
+def test_select_questions_filters_the_class_before_a_fixed_sample() -> None:
+    qs = [Question(f"q{i}", f"question {i}", "multi-hop" if i % 3 == 0 else "simple", ("d",))
+          for i in range(60)]
+    multi = [q for q in qs if q.cls == "multi-hop"]  # 20 of them
+    first = select_questions(qs, ["multi-hop"], 8, seed=0)
+    assert len(first) == 8 and all(q.cls == "multi-hop" for q in first)
+    assert first == select_questions(qs, ["multi-hop"], 8, seed=0)  # fixed: the same 8 every run
+    assert first != select_questions(qs, ["multi-hop"], 8, seed=1)
+    assert [q.id for q in first] == sorted((q.id for q in first), key=lambda x: int(x[1:]))  # file order
+    # sampling after the filter: 8 of the 20, not the multi-hop share of 8 drawn from all 60
+    assert len(select_questions(qs, [], 8, seed=0)) == 8
+    assert sum(q.cls == "multi-hop" for q in select_questions(qs, [], 8, seed=0)) < 8
+    assert select_questions(qs, ["multi-hop"], 100) == multi and select_questions(qs) == qs
+    # no class: exactly the sample --limit drew before the option existed
+    import random
+    keep = set(random.Random(3).sample(range(60), 5))
+    assert select_questions(qs, (), 5, seed=3) == [q for i, q in enumerate(qs) if i in keep]
+    with pytest.raises(GoldenSetError, match="unknown question class 'multihop'"):
+        select_questions(qs, ["multihop"])
+
+
+def test_eval_class_option_through_the_cli(tmp_path: Path) -> None:
+    ds_dir = tmp_path / "mini"
+    _write_dataset(ds_dir, PASSAGES, QUERIES)
+    runner = CliRunner()
+    base = ["eval", "--dataset", str(ds_dir), "--cache", str(tmp_path / "c"), "--matrix", "off", "--json"]
+    result = runner.invoke(cli, [*base, "--class", "simple", "--limit", "1", "--seed", "0"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["source"]["questions"] == 1 and out["source"]["sampled_from"] == 3
+    assert out["source"]["classes"] == ["simple"] and out["source"]["seed"] == 0
+    assert set(out["settings"][0]["metrics"]["by_class"]) <= {"simple"}
+    multi = json.loads(runner.invoke(cli, [*base, "--class", "multi-hop"]).output)
+    assert multi["source"]["questions"] == 1 and "seed" not in multi["source"]
+    assert multi["settings"][0]["metrics"]["by_class"]["multi-hop"]["n"] == 1
+    none = runner.invoke(cli, [*base, "--class", "unanswerable"])
+    assert none.exit_code == 2 and "no question of class unanswerable" in none.output
+    bad = runner.invoke(cli, [*base, "--class", "multihop"])
+    assert bad.exit_code == 2 and "multihop" in bad.output
 
 
 # --- golden sets through the CLI, on a small KB ---------------------------------------------

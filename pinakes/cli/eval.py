@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,10 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
               help="Comma-separated settings side by side: off, bm25, dense, any graph channel "
                    "(e.g. expand), with +salience, +distance, +rrf, +final or +key=value "
                    "([retrieval] overrides). Default: the KB's graph_channel.")
+@click.option("--class", "classes", multiple=True, metavar="CLASS",
+              type=click.Choice(["simple", "multi-hop", "unanswerable"]),
+              help="Only the questions of this class: simple, multi-hop or unanswerable (repeatable); "
+                   "--limit then samples among them.")
 @click.option("--limit", type=click.IntRange(1), help="Evaluate a random sample of N questions.")
 @click.option("--seed", default=0, show_default=True, help="Seed of --limit's sample and the folds.")
 @click.option("--calibrate", is_flag=True,
@@ -55,7 +58,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
              graph: tuple[str, ...], init: bool, json_: bool, deep: bool = False,
-             yes: bool = False) -> None:
+             yes: bool = False, classes: tuple[str, ...] = ()) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
@@ -63,6 +66,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     pnk eval --golden golden/questions.yaml --kb my-kb
     pnk eval --dataset ../bench/2wiki --matrix bm25,dense,off --json
     pnk eval --kb my-kb --calibrate --report eval.html
+    pnk eval --dataset ../bench/2wiki --class multi-hop --limit 50 --seed 0
 
     Every setting runs through the same search users run; cost is €0.00
     (the free path). Graph settings are judged against the `off` baseline by
@@ -75,7 +79,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         write_target,
     )
     from ..evaluation.dataset import dataset_relevant, load_dataset, materialise
-    from ..evaluation.golden import load_golden, resolve_documents
+    from ..evaluation.golden import load_golden, resolve_documents, select_questions
     from ..evaluation.report import render_html
     from ..evaluation.runner import Setting, parse_matrix, run_eval
 
@@ -119,12 +123,16 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         relevant = resolve_documents(kb, questions)
         source = {"kind": "golden", "name": kb.name, "path": str(golden_file), "kb": str(kb.root)}
     total = len(questions)
-    if limit and limit < total:
-        keep = set(random.Random(seed).sample(range(total), limit))
-        questions = [q for i, q in enumerate(questions) if i in keep]
+    questions = select_questions(questions, classes, limit, seed)
+    if not questions:
+        raise click.UsageError(f"no question of class {', '.join(classes)} in {source['path']}")
     source["questions"] = len(questions)
+    if classes:
+        source["classes"] = sorted(set(classes))
     if len(questions) < total:
         source["sampled_from"] = total
+        if limit:
+            source["seed"] = seed
     if deep:  # the paid path's eval lives with the paid path (plugins/pinakes-deep)
         try:
             from pinakes_deep.evaluate import eval_command

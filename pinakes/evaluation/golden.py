@@ -58,6 +58,28 @@ class GoldenSet:
         return out
 
 
+def select_questions(questions: Sequence[Question], classes: Iterable[str] = (),
+                     limit: int | None = None, seed: int = 0) -> list[Question]:
+    """The questions of ``classes`` (all when empty), then a seeded sample of ``limit``, in file order.
+
+    The class filter comes first, so ``--class multi-hop --limit 50 --seed 0`` is
+    50 multi-hop questions, the same 50 on every run of the same set: a fixed
+    sample a paid evaluation can be repeated on and compared with the free path.
+    Without a class the sample is the one ``--limit`` always drew.
+    """
+    import random
+
+    wanted = tuple(dict.fromkeys(classes))
+    unknown = [c for c in wanted if c not in CLASSES]
+    if unknown:
+        raise GoldenSetError(f"unknown question class {unknown[0]!r}: use one of {', '.join(CLASSES)}")
+    pool = [q for q in questions if not wanted or q.cls in wanted]
+    if limit and limit < len(pool):
+        keep = set(random.Random(seed).sample(range(len(pool)), limit))
+        pool = [q for i, q in enumerate(pool) if i in keep]
+    return pool
+
+
 def _line(node: Any, fallback: int = 0) -> int:
     """1-based line of a ruamel round-trip node, when it carries one."""
     lc = getattr(node, "lc", None)

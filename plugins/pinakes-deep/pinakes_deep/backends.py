@@ -92,6 +92,24 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def system_as_user(messages: Messages) -> list[dict[str, str]]:
+    """``messages`` with the system text moved to the head of the first user message.
+
+    For servers whose chat template has no system turn. The result is never
+    larger than the reservation's token bound: the same bytes plus one blank
+    line, in one message fewer.
+    """
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
+    rest = [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    for m in rest:
+        if m["role"] == "user":
+            m["content"] = f"{system}\n\n{m['content']}"
+            return rest
+    return [{"role": "user", "content": system}, *rest]
+
+
 def _is_local(url: str) -> bool:
     host = (urlparse(url).hostname or "").lower()
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
@@ -205,9 +223,11 @@ class OpenAIBackend(_SDKBackend):
 
     def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
         sdk = self._sdk()
+        sent = (system_as_user(messages) if self.config.get("system_role") == "user"
+                else [dict(m) for m in messages])
         try:
             resp = self._client.chat.completions.create(
-                model=self.model, messages=[dict(m) for m in messages], max_tokens=max_tokens,
+                model=self.model, messages=sent, max_tokens=max_tokens,
                 temperature=0,
             )
             text = ""

@@ -107,7 +107,8 @@ def parse_plan(text: str, max_nodes: int) -> Plan | None:
             repairs.append(f"item {i + 1} is not an object: dropped")
             continue
         q = item.get("question") or item.get("q") or item.get("text")
-        if not isinstance(q, str) or not q.strip():
+        # "..." is the prompt's own example echoed back (a weak model copies it): no question
+        if not isinstance(q, str) or not re.search(r"\w", q):
             repairs.append(f"item {i + 1} has no question: dropped")
             continue
         ident = str(item.get("id") or f"q{i + 1}").strip() or f"q{i + 1}"

@@ -52,24 +52,63 @@ def make_backend(settings: Settings) -> Any:
     return cls(dict(settings.llm))
 
 
-def cited(text: str, shown: Sequence[Passage]) -> list[Passage]:
+ECHO_CHARS = 40  # this much of the prompt copied verbatim is an echo, not an answer
+
+
+def cited(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) -> list[Passage]:
     """The passages an answer cites as ``[n]`` (``[1, 3]`` too), in first-cited order."""
-    return [shown[n - 1] for n in cited_numbers(unechoed(text, shown), len(shown))]
+    return [shown[n - 1] for n in cited_numbers(unechoed(text, shown, prompt), len(shown))]
 
 
-def unechoed(text: str, shown: Sequence[Passage]) -> str:
-    """``text`` without lines that copy a passage's header from the prompt.
+def prompt_text(messages: Sequence[dict[str, str]]) -> tuple[str, ...]:
+    """The prompt's texts an echo may copy: all of it in reading order, then each message."""
+    contents = [m["content"] for m in messages]
+    return ("\n\n".join(contents), *contents)
 
-    A weak model often echoes the prompt back (``[2] Title (path)``); those
-    ``[n]`` marks are the prompt's numbering, not citations.
+
+def _echoed_prefix(text: str, prompt: Sequence[str]) -> int:
+    """How many leading characters of ``text`` copy the prompt (or one of its messages) verbatim."""
+    best = 0
+    for source in prompt:
+        n = 0
+        for a, b in zip(text, source, strict=False):
+            if a != b:
+                break
+            n += 1
+        best = max(best, n)
+    return best if best >= ECHO_CHARS else 0
+
+
+def unechoed(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) -> str:
+    """``text`` without what it copies from the prompt.
+
+    A weak model often echoes the prompt back: its instructions, the question,
+    the passages as ``[2] Title (path)`` or ``[2] <the passage's own text>``.
+    Those ``[n]`` marks are the prompt's numbering, not citations. Dropped: a
+    leading verbatim copy of the prompt (given ``prompt``), lines that copy a
+    passage header, and ``[n]`` lines whose text is copied from the prompt.
+    ``prompt`` is :func:`prompt_text` of the messages the reply answers.
     """
-    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES) for p in shown}
+    heads = {prompts.cut(f"{p.title} ({p.path})", prompts.HEADER_BYTES).casefold() for p in shown}
+    tails = tuple(f"({p.path})".casefold() for p in shown if p.path)
+    text = (text or "").lstrip()
+    if prompt:
+        text = text[_echoed_prefix(text, prompt):]
     keep = []
-    for line in (text or "").splitlines():
-        m = re.match(r"\s*\[\d+\]\s*(.*)$", line)
-        rest = m.group(1).strip() if m else ""
-        # the whole header, or its start when the reply was cut off mid-line
-        if rest and any(h == rest or (len(rest) >= 8 and h.startswith(rest)) for h in heads):
+    lines = text.rstrip().splitlines()
+    if lines and re.fullmatch(r"\s*\[\d+\]\s*", lines[-1]):  # a header cut off by max_tokens
+        lines.pop()
+    for line in lines:
+        # also as a list item, a heading or in bold: "- **[2] Title (path)**", "### [2] Title"
+        m = re.match(r"\s*(?:[-*#>]+\s+)?[*_`]*\[\d+\][*_`]*\s*(.*)$", line)
+        rest = m.group(1).strip().strip("*_`:").strip() if m else ""
+        low = rest.casefold()
+        # the whole header, its start when the reply was cut off mid-line, or any title
+        # followed by a shown passage's "(path)": the prompt's header form, not a claim
+        if low and (any(h == low or (len(low) >= 8 and h.startswith(low)) for h in heads)
+                    or low.endswith(tails)):
+            continue
+        if len(rest) >= 20 and any(rest[:ECHO_CHARS] in t for t in prompt):  # a passage copied out
             continue
         keep.append(line)
     return "\n".join(keep)
@@ -91,10 +130,10 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s+", " ", _CITE.sub("", text or "")).strip()
 
 
-def citation_list(text: str, shown: Sequence[Passage]) -> list[dict[str, Any]]:
+def citation_list(text: str, shown: Sequence[Passage], prompt: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One entry per cited document, with the passage numbers that cite it."""
     by_doc: dict[str, dict[str, Any]] = {}
-    for n in cited_numbers(unechoed(text, shown), len(shown)):
+    for n in cited_numbers(unechoed(text, shown, prompt), len(shown)):
         p = shown[n - 1]
         entry = by_doc.setdefault(p.doc_id, {"n": n, "passages": [], **p.to_dict()})
         entry["passages"].append(n)
@@ -203,8 +242,8 @@ class Run:
                          {"retrieved": [p.to_dict() for p in shown]}).strip()
         if not text:
             return "", []
-        self.transcript.data["citations"] = citation_list(text, shown)
-        return text, cited(text, shown)
+        self.transcript.data["citations"] = citation_list(text, shown, prompt_text(msgs))
+        return text, cited(text, shown, prompt_text(msgs))
 
     def decompose(self, passages: list[Passage]) -> Plan | None:
         tokens = int(self.settings.deep["decompose_tokens"])
@@ -284,7 +323,7 @@ class Run:
                 stop = "budget"
                 break
             ans = reply if reply else "UNKNOWN"
-            cites = cited(ans, ps) if ans != "UNKNOWN" else []
+            cites = cited(ans, ps, prompt_text(msgs)) if ans != "UNKNOWN" else []
             answers[node.id] = (ans, cites)
             t.rounds[-1]["answer"] = ans
             t.rounds[-1]["cited"] = [p.to_dict() for p in cites]

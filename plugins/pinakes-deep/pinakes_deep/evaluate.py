@@ -56,7 +56,7 @@ def run_deep_eval(kb: Any, questions: Sequence[Any], relevant: Mapping[str, Sequ
             "breach": not (rec["within_estimate"] and rec["within_cap"]) or rec["overruns"] > 0,
             "cited_recall": (len(cited & gold) / len(gold)) if gold else None,
             "free_recall_at_5": (len(set(free[:5]) & gold) / len(gold)) if gold else None,
-            "cited": sorted(cited),
+            "cited": sorted(cited), "gold": sorted(gold),
         })
         if progress:
             progress(i + 1, len(questions))

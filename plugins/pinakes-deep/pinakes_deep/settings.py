@@ -1,7 +1,7 @@
 """Where a paid run's settings come from: flags, then ``pinakes.toml``, then the user config.
 
 * ``pinakes.toml`` ``[llm]`` picks the backend and model for the KB and may set
-  ``base_url``, ``timeout``, ``max_retries``, ``max_retry_wait``; ``[budget]``
+  ``base_url``, ``timeout``, ``max_retries``, ``max_retry_wait``, ``system_role``; ``[budget]``
   holds ``max_eur_per_operation`` and ``confirm_above_eur``; ``[deep]`` tunes
   the loop (:data:`DEEP_DEFAULTS`). A key in ``pinakes.toml`` is refused: that
   file is committed and shared.
@@ -38,7 +38,12 @@ LLM_DEFAULTS: dict[str, Any] = {
     "max_retries": 3,
     "retry_base_seconds": 1.0,
     "max_retry_wait": 30.0,
+    # "user": send the instructions at the head of the first user message instead of as a system
+    # message, for chat templates that have no system turn (Gemma's; llama.cpp's `gemma` format
+    # drops a system message without a word, so the model never sees its instructions).
+    "system_role": "system",
 }
+SYSTEM_ROLES = ("system", "user")
 
 #: The loop's caps. Every variable part of a prompt is cut to a byte size, so
 #: each call's input has a fixed upper bound and a round costs the same at most.
@@ -149,6 +154,9 @@ def resolve(kb: Any, *, backend: str | None = None, model: str | None = None,
         llm["model"] = model
     if base_url:
         llm["base_url"] = base_url
+    if llm.get("system_role") not in SYSTEM_ROLES:
+        raise ConfigError(f"[llm] system_role must be one of {', '.join(SYSTEM_ROLES)} "
+                          f"(found {llm.get('system_role')!r})")
     backend_id = str(llm.get("backend") or "")
     if not backend_id:
         if require_backend:
