@@ -145,7 +145,7 @@ def test_a_shared_person_bridges_two_unrelated_documents(make_kb) -> None:
         files[f"noise{i}/note.md"] = (f"# Lighthouse note {i}\n\nLighthouse keepers and harbour lamps, "
                                    f"note {i}: the keeper trims the lamp.\n")
     q = "in which village did the harbour lighthouse keeper grow up"
-    titles_only = make_kb(files, name="titles", config="[graph]\nmentions = true\n")
+    titles_only = make_kb(files, name="titles", config="[graph]\nmentions = true\nner = false\n")
     titles_only.sync()
     kb = make_kb(files, name="ner", config=ON)
     kb.sync()
@@ -188,7 +188,7 @@ def test_a_bridge_named_only_in_text_is_lifted_for_a_multi_hop_question(make_kb)
     With ``ner_subject``, week2 (which opens with "Edith Marlow") is her page, so the
     name is a bridge with a home and week1's mention of her weighs like a title mention.
     """
-    titles = make_kb(NEUTRAL, name="titles")
+    titles = make_kb(NEUTRAL, name="titles", config="[graph]\nner = false\n")
     titles.sync()
     kb = make_kb(NEUTRAL, name="ner", config=ON + "ner_subject = true\n")
     kb.sync()

@@ -14,7 +14,7 @@ Three rules, each from a measured failure (docs/entities.md, "Why NER lost"):
 
 * **NER never thins a title edge.** Title mentions keep the weights
   ``mentions`` gives them (count / title mentions in the chunk); the names
-  only NER found share ``[graph] ner_weight`` (0.1) among themselves. With
+  only NER found share ``[graph] ner_weight`` (0.05) among themselves. With
   one shared normalisation a 2Wiki passage naming fifteen things gave the
   bridge title a fifteenth of its weight, and the walk lost the second hop
   to passages merely co-mentioning a place.
@@ -237,7 +237,7 @@ class NerSettings:
     """
 
     labels: tuple[str, ...] = ()
-    weight: float = 0.1
+    weight: float = 0.05
     extractor: str = "spacy"
     min_df: int = 1
     subject: bool = False
@@ -281,6 +281,9 @@ class NerDeriver(MentionsDeriver):
     """Title mentions plus spaCy entities; see the module docstring."""
 
     name = "ner"
+    #: Off unless ``[graph] ner = true``: it passes the default-on gate on 2Wiki, docs-dev
+    #: and the example KB, but costs simple lookups 7.8 points of R@2 on a 2Wiki copy with
+    #: neutral titles (docs/benchmarks.md, "Entities beyond titles").
     default_enabled = False
     supersedes = ("mentions",)
 
