@@ -93,7 +93,7 @@ def example_kb_links_only(example_kb_copy: Path, tmp_path_factory: pytest.TempPa
     root = tmp_path_factory.mktemp("example-links") / "retrieval-kb"
     shutil.copytree(example_kb_copy, root)  # with .pinakes: the rebuild re-embeds nothing
     with open(root / "pinakes.toml", "a", encoding="utf-8") as fh:
-        fh.write("\n[graph]\nmentions = false\n")
+        fh.write("\n[graph]\nmentions = false\nner = false\n")
     kb = KB.open(root)
     kb._embedder = embedder
     kb.sync()

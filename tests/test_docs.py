@@ -178,13 +178,15 @@ def test_configuration_page_documents_the_paid_path_keys() -> None:
 
 
 def test_configuration_page_documents_every_graph_key() -> None:
-    """[graph] belongs to the plugins: each installed deriver's switch and every entity_* key."""
+    """[graph] belongs to the plugins: each installed deriver's switch, every entity_*/ner_* key."""
     from pinakes.plugins import get_edge_derivers
 
     documented = set(_config_rows().get("graph", {}))
     wanted = set(get_edge_derivers())
     mentions = ROOT / "plugins" / "pinakes-mentions" / "pinakes_mentions" / "deriver.py"
     wanted |= set(re.findall(r'"(entity_[a-z_]+)"', mentions.read_text("utf-8")))
+    ner = ROOT / "plugins" / "pinakes-ner" / "pinakes_ner" / "__init__.py"
+    wanted |= set(re.findall(r'graph\.get\("(ner_[a-z_]+)"', ner.read_text("utf-8")))
     assert wanted and wanted <= documented, sorted(wanted - documented)
 
 

@@ -359,7 +359,7 @@ def test_expand_reaches_linked_documents_on_the_example_kb(example_kb_links_only
 def test_doctor_reports_hubs_and_flags_glue_tags(make_kb) -> None:  # tag hubs only: no mentions
     files = {f"n{i}.md": f"---\ntags: [misc{', rare' if i == 0 else ''}]\n---\n# N{i}\n\nnote {i}\n"
              for i in range(6)}
-    kb = make_kb(files, config="[graph]\nmentions = false\n")
+    kb = make_kb(files, config="[graph]\nmentions = false\nner = false\n")
     kb.sync()
     report = kb.doctor()
     hubs = {(h["kind"], h["key"]): h["degree"] for h in report["hubs"]}

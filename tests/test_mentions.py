@@ -13,7 +13,7 @@ from pinakes.errors import ConfigError
 from pinakes.graph import top_hubs
 from pinakes_mentions import Matcher, MentionsDeriver, fold, named_entities, normalise, title_names
 
-ON = "[graph]\nmentions = true\n"
+ON = "[graph]\nmentions = true\nner = false\n"  # titles only, even with pinakes-ner installed
 
 
 def mention_edges(kb, kind: str = "mentions") -> dict[tuple[str, str], float]:
@@ -84,11 +84,12 @@ DOCS = {
 
 def test_on_by_default_off_in_one_line_and_a_bad_switch_is_a_clear_error(make_kb) -> None:
     kb = make_kb(DOCS)
-    assert "mentions" in kb.edge_derivers()
+    # on by default: titles, or (pinakes-ner installed, which supersedes it) titles + NER
+    assert {"mentions", "ner"} & set(kb.edge_derivers())
     kb.sync()
     assert mention_edges(kb)
-    off = make_kb(DOCS, name="off", config="[graph]\nmentions = false\n")
-    assert "mentions" not in off.edge_derivers()
+    off = make_kb(DOCS, name="off", config="[graph]\nmentions = false\nner = false\n")
+    assert not {"mentions", "ner"} & set(off.edge_derivers())
     off.sync()
     assert not mention_edges(off)
     bad = make_kb(DOCS, name="bad", config='[graph]\nmentions = "yes"\n')
@@ -291,7 +292,7 @@ def test_mentions_answer_a_question_only_a_shared_entity_connects(make_kb) -> No
         files[f"noise{i}/note.md"] = (f"# Lighthouse note {i}\n\nLighthouse keepers and harbour lamps, "
                                    f"note {i}: the keeper trims the lamp.\n")
     q = "where did the keeper of the harbour lighthouse grow up"
-    plain = make_kb(files, name="plain", config="[graph]\nmentions = false\n")
+    plain = make_kb(files, name="plain", config="[graph]\nmentions = false\nner = false\n")
     plain.sync()
     kb = make_kb(files, name="with-mentions", config=ON)
     kb.sync()
@@ -346,9 +347,10 @@ def test_a_dataset_kb_switches_derivers_on_without_re_embedding(tmp_path: Path, 
         {"id": "q", "text": "When did Lothair II's mother die?", "relevant": ["p1", "p2"],
          "class": "multi-hop"}) + "\n")
     plain = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder,
-                        graph=("!mentions",))
+                        graph=("!mentions", "!ner"))
     assert "mentions" not in plain.kb.edge_derivers()
-    on = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder, graph=("mentions",))
+    on = materialise(load_dataset(ds), tmp_path / "cache", embedder=embedder,
+                     graph=("mentions", "!ner"))
     assert on.kb.root == plain.kb.root and on.sync.rebuilt and on.sync.chunks_embedded == 0
     assert ("passages/p1.md", "ermengarde of tours") in mention_edges(on.kb)
     pnk = Path(sys.executable).with_name("pnk")

@@ -6,7 +6,14 @@ import pytest
 
 pytest.importorskip("spacy")
 
-from pinakes_ner import NerDeriver, entities  # noqa: E402
+from pinakes_ner import (  # noqa: E402
+    NerDeriver,
+    NerSettings,
+    capitalised_names,
+    clean_name,
+    entities,
+    opening_name,
+)
 
 ON = "[graph]\nner = true\n"
 
@@ -62,15 +69,49 @@ def test_ner_supersedes_title_mentions_and_links_chunks_to_entities(make_kb) -> 
     kb.sync()
     edges = entity_edges(kb)
     # NER names found in curie.md are matched in warsaw.md too, and titles stay entities
-    assert ("warsaw.md", "warsaw") in edges and ("warsaw.md", "pierre curie") in edges
+    assert ("warsaw.md", "pierre curie") in edges
     assert ("curie.md", "marie curie") in edges
     assert ("warsaw.md", "city notes") in edges  # its own title
+    # a capitalised word alone is no name ("Warsaw" may open any sentence)
+    assert not [k for (_, k) in edges if k == "warsaw"]
     labels = dict(kb.reader().conn.execute("SELECT key, label FROM nodes WHERE kind = 'entity'"))
     assert labels["pierre curie"] == "Pierre Curie"  # a readable surface form for PPR seeds
     assert not [k for k in labels if k[:1].isdigit()]
-    # weights: count / mentions in the chunk
+    # weights: title mentions share 1 per chunk (as `mentions` gives them), the names only
+    # NER found share ner_weight (0.1): NER never thins a title edge
+    assert edges[("warsaw.md", "city notes")] == 1.0 and edges[("curie.md", "marie curie")] == 1.0
     for path in ("curie.md", "warsaw.md"):
-        assert abs(sum(w for (p, _), w in edges.items() if p == path) - 1.0) < 1e-3
+        ner_only = [w for (p, k), w in edges.items() if p == path and k not in ("marie curie",
+                                                                                 "city notes")]
+        assert ner_only and abs(sum(ner_only) - NerSettings().weight) < 1e-3
+
+
+def test_markup_fragments_and_lone_words_are_not_names() -> None:
+    """spaCy on Markdown tags "compiler`]" or "> tests": such keys would seed any query."""
+    for junk in ("compiler`]", "> tests", "&trait", "solver](", "session", "proof trees",
+                 "Profiler", "US", "`rustc_middle`"):
+        assert clean_name(junk) == "", junk
+    for name in ("Olof Palme", "UNICEF", "McGee", "St. Louis", "University of Paris"):
+        assert clean_name(name) == name
+    assert clean_name("The Beatles'") == "The Beatles"
+    assert capitalised_names("Polish Easter is a 2011 German film directed by Jakob Ziemnicki. "
+                             "During the War he met J. R. R. Tolkien in St. Louis.") == [
+        "Polish Easter", "German", "Jakob Ziemnicki", "J. R. R. Tolkien", "St. Louis"]
+
+
+def test_a_new_title_for_a_name_ner_found_reweights_the_documents_naming_it(make_kb) -> None:
+    """Whether a key is some page's title decides its weights: a new page re-derives the rest."""
+    files = {"harbour.md": "# Harbour notes\n\nThe lamp was kept by Edith Marlow and "
+                           "Thomas Wren of Thornby Pictures.\n"}
+    kb = make_kb(files, config=ON)
+    kb.sync()
+    before = entity_edges(kb)[("harbour.md", "edith marlow")]
+    (kb.root / "edith.md").write_text("# Edith Marlow\n\nShe grew up in Kelland.\n")
+    kb.sync()
+    after = entity_edges(kb)
+    assert after[("harbour.md", "edith marlow")] > before  # now a title mention
+    kb.sync(rebuild=True)
+    assert entity_edges(kb) == after  # incremental == rebuilt
 
 
 def test_only_changed_chunks_run_ner_and_rebuilds_use_the_cache(make_kb, derivers_seen) -> None:
@@ -104,7 +145,7 @@ def test_a_shared_person_bridges_two_unrelated_documents(make_kb) -> None:
         files[f"noise{i}/note.md"] = (f"# Lighthouse note {i}\n\nLighthouse keepers and harbour lamps, "
                                    f"note {i}: the keeper trims the lamp.\n")
     q = "in which village did the harbour lighthouse keeper grow up"
-    titles_only = make_kb(files, name="titles", config="[graph]\nmentions = true\n")
+    titles_only = make_kb(files, name="titles", config="[graph]\nmentions = true\nner = false\n")
     titles_only.sync()
     kb = make_kb(files, name="ner", config=ON)
     kb.sync()
@@ -126,3 +167,43 @@ def test_plugin_is_listed_by_pnk_plugins() -> None:
                           timeout=60, check=True)
     found = {p["name"]: p for p in json.loads(proc.stdout)}
     assert found["ner"]["registers"] == {"register_edge_derivers": ["ner"]}
+
+
+NEUTRAL = {  # documents not named after their subjects: titles cannot bridge them
+    "notes/week1.md": "# Meeting notes, week 1\n\nWe watched Harbour Lights, the film Edith Marlow "
+                      "directed for Thornby Pictures.\n",
+    "notes/week2.md": "# Meeting notes, week 2\n\nEdith Marlow was born in Kelland and trained "
+                      "as a painter before she worked in film.\n",
+}
+for _i in range(8):
+    NEUTRAL[f"notes/other{_i}.md"] = (f"# Meeting notes, other {_i}\n\nA film director was born in a "
+                                      f"port town, and the director of film number {_i} was born "
+                                      "there too.\n")
+BRIDGE_Q = "Where was the director of Harbour Lights born?"
+
+
+def test_a_bridge_named_only_in_text_is_lifted_for_a_multi_hop_question(make_kb) -> None:
+    """The second hop is reachable only through a name NER finds in text, not a title.
+
+    With ``ner_subject``, week2 (which opens with "Edith Marlow") is her page, so the
+    name is a bridge with a home and week1's mention of her weighs like a title mention.
+    """
+    titles = make_kb(NEUTRAL, name="titles", config="[graph]\nner = false\n")
+    titles.sync()
+    kb = make_kb(NEUTRAL, name="ner", config=ON + "ner_subject = true\n")
+    kb.sync()
+    assert "notes/week2.md" not in [h.path for h in titles.search(BRIDGE_Q, k=2).hits]
+    assert "notes/week2.md" not in [h.path for h in kb.search(BRIDGE_Q, k=2, channel="off").hits]
+    hits = [h.path for h in kb.search(BRIDGE_Q, k=2).hits]
+    assert set(hits) == {"notes/week1.md", "notes/week2.md"}
+    subject = dict(kb.reader().conn.execute(
+        "SELECT n.key, n.source FROM entity_names n JOIN documents d ON d.doc = n.doc "
+        "WHERE d.path = 'notes/week2.md'"))
+    assert subject["edith marlow"] == "alias"  # the name week2 opens with
+
+
+def test_opening_name_is_the_subject_of_an_untitled_passage() -> None:
+    text = "Jakob Ziemnicki (born 1975) is a German director who studied in Munich."
+    assert opening_name(text, ["German", "Jakob Ziemnicki", "Munich"]) == "Jakob Ziemnicki"
+    assert opening_name("The Straw Hat is a 1974 film.", ["Straw Hat"]) == "Straw Hat"
+    assert opening_name("In 1975 Jakob Ziemnicki was born.", ["Jakob Ziemnicki"]) == ""
