@@ -143,6 +143,11 @@ def section_full_sync(work: Path, n_docs: int) -> dict[str, Any]:
     root = work / f"full-sync-{n_docs}"
     if root.exists():
         shutil.rmtree(root)
+    # A first sync embeds everything: an empty embedding cache of its own, or the
+    # per-user cache (warm from the last run) would make it a cache read.
+    cache = work / f"full-sync-{n_docs}-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    os.environ["PINAKES_CACHE_DIR"] = str(cache)
     corpus.write_kb(root, n_docs, "minilm-l6-v2-int8")
     kb = fresh_kb(root)
     emb = kb.embedder
