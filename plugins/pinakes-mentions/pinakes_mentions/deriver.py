@@ -56,7 +56,7 @@ import math
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -544,26 +544,46 @@ class MentionsDeriver:
 
     def derive(self, doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
         """Edges of one document's chunks to the entities they name (and their aliases)."""
-        rows = conn.execute(
-            "SELECT h.chunk, h.key, h.count, k.label FROM entity_hits h "
+        scale = self.settings.weight
+
+        def weigh(found: list[tuple[str, int, str]]) -> list[float]:
+            total = (sum(n for _, n, _ in found) or 1) / scale
+            return [n / total for _, n, _ in found]
+
+        yield from self._edges(conn, self._hit_rows(conn, doc.key), weigh)
+
+    @staticmethod
+    def _hit_rows(conn: sqlite3.Connection, doc_key: int) -> list[tuple[int, str, int, str, int]]:
+        """``(chunk, key, count, label, df)`` of every uncapped name the document's chunks name."""
+        return conn.execute(
+            "SELECT h.chunk, h.key, h.count, k.label, k.df FROM entity_hits h "
             "JOIN entity_keys k ON k.key = h.key WHERE h.doc = ? AND k.capped = 0 "
-            "ORDER BY h.chunk, h.key", (doc.key,),
+            "ORDER BY h.chunk, h.key", (doc_key,),
         ).fetchall()
+
+    def _edges(self, conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]],
+               weigh: Callable[[list[tuple[str, int, str]]], list[float]]) -> Iterator[Edge]:
+        """Each chunk's mention edges, weighted by ``weigh`` (one weight per name it names).
+
+        The one place the edge shape lives, for this deriver and its subclasses
+        (``ner`` weighs title and text names apart): a chunk-to-entity edge per
+        name with a positive weight, and an ``alias`` edge to each near-duplicate
+        name the chunk does not name itself, at the weight times their similarity.
+        """
         if not rows:
             return
         damp = self.settings.damp
         by_chunk: dict[int, list[tuple[str, int, str]]] = defaultdict(list)
-        for cid, key, n, label in rows:
+        for cid, key, n, label, *_ in rows:
             by_chunk[cid].append((key, n, label))
         aliases = self._aliases(conn, {r[1] for r in rows}) if self.settings.alias_threshold > 0 else {}
-        scale = self.settings.weight
         for cid, found in by_chunk.items():
-            total = (sum(n for _, n, _ in found) or 1) / scale
             c = chunk_node(cid)
             direct = {key for key, _, _ in found}
             via: dict[str, tuple[float, str]] = {}
-            for key, n, label in found:
-                w = n / total
+            for (key, _n, label), w in zip(found, weigh(found), strict=True):
+                if w <= 0:
+                    continue
                 yield Edge(c, entity_node(key, label, damp), self.edge_kind, w)
                 for other, sim, olabel in aliases.get(key, ()):
                     if other not in direct and w * sim > via.get(other, (0.0, ""))[0]:

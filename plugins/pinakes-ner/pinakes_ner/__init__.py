@@ -51,7 +51,6 @@ import json
 import re
 import sqlite3
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +58,10 @@ from typing import Any
 
 from pinakes import hookimpl
 from pinakes.errors import ConfigError
-from pinakes.graph import Changes, DocView, Edge, chunk_node
+from pinakes.graph import Changes, DocView, Edge
 from pinakes.text import STOPWORDS
 from pinakes_mentions import Matcher, MentionsDeriver, Settings, fold, normalise, title_names
-from pinakes_mentions.deriver import _column, _marks, _parts, entity_node
+from pinakes_mentions.deriver import _column, _marks, _parts
 
 __version__ = "0.1.0"
 
@@ -379,42 +378,21 @@ class NerDeriver(MentionsDeriver):
 
     def derive(self, doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
         """Edges of one document's chunks to the names they mention (see :class:`NerSettings`)."""
-        rows = conn.execute(
-            "SELECT h.chunk, h.key, h.count, k.label, k.df FROM entity_hits h "
-            "JOIN entity_keys k ON k.key = h.key WHERE h.doc = ? AND k.capped = 0 "
-            "ORDER BY h.chunk, h.key", (doc.key,),
-        ).fetchall()
+        rows = self._hit_rows(conn, doc.key)
         titled = self._titled(conn, {r[1] for r in rows})
         # A name no title gives, found in fewer than min_df documents, bridges nothing.
-        rows = [r[:4] for r in rows if r[1] in titled or r[4] >= self.ner.min_df]
-        if not rows:
-            return
-        keys = {r[1] for r in rows}
-        aliases = self._aliases(conn, keys) if self.settings.alias_threshold > 0 else {}
-        damp = self.settings.damp
+        rows = [r for r in rows if r[1] in titled or r[4] >= self.ner.min_df]
         scale = self.settings.weight
-        by_chunk: dict[int, list[tuple[str, int, str]]] = defaultdict(list)
-        for cid, key, n, label in rows:
-            by_chunk[cid].append((key, n, label))
-        for cid, found in by_chunk.items():
-            c = chunk_node(cid)
+
+        def weigh(found: list[tuple[str, int, str]]) -> list[float]:
+            # Title names keep the weights `mentions` gives them; text-only names share
+            # ner_weight, so a passage naming fifteen things does not thin its titles.
             t_total = sum(n for key, n, _ in found if key in titled) or 1
             n_total = sum(n for key, n, _ in found if key not in titled) or 1
-            direct = {key for key, _, _ in found}
-            via: dict[str, tuple[float, str]] = {}
-            for key, n, label in found:
-                if key in titled:
-                    w = scale * n / t_total
-                else:
-                    w = scale * self.ner.weight * n / n_total
-                if w <= 0:
-                    continue
-                yield Edge(c, entity_node(key, label, damp), self.edge_kind, w)
-                for other, sim, olabel in aliases.get(key, ()):
-                    if other not in direct and w * sim > via.get(other, (0.0, ""))[0]:
-                        via[other] = (w * sim, olabel)
-            for other, (w, olabel) in sorted(via.items()):
-                yield Edge(c, entity_node(other, olabel, damp), "alias", w)
+            return [scale * n / t_total if key in titled else scale * self.ner.weight * n / n_total
+                    for key, n, _ in found]
+
+        yield from self._edges(conn, rows, weigh)
 
     def _ner(self, texts: list[str]) -> list[list[tuple[str, str]]]:
         """NER of each text: from the cache by content hash, else spaCy (batched), then cached."""
