@@ -221,7 +221,7 @@ class ReweightedOperator:
 
     def delta(self, x: np.ndarray) -> np.ndarray:
         """``Δ x`` on the touched rows only (float64)."""
-        xs = np.asarray(x, dtype=np.float64)[self._cols]
+        xs = x[self._cols].astype(np.float64)  # gather first: a walk step must not copy all of x
         return np.bincount(self._row_at, weights=self._data * xs[self._col_at],
                            minlength=len(self._rows))
 
