@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pluggy
 
+from ..embedding import check_batch_size, check_texts, embed_in_order
 from ..errors import PinakesError
 
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time
@@ -289,7 +290,7 @@ class MiniLMEmbedder:
         truncated count would hide exactly the chunks that are too long.
         Loads only the tokenizer, never the model.
         """
-        _check_texts(texts)
+        check_texts(texts)
         if not texts:
             return []
         counter = self._load_tokenizer(counting=True)
@@ -310,12 +311,10 @@ class MiniLMEmbedder:
         truncated. ``progress(k)`` is called after each batch with the number
         of texts that batch embedded, so callers can drive a progress bar.
         """
-        _check_texts(texts)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        check_texts(texts)
+        check_batch_size(batch_size)
         if not texts:
-            return out
+            return np.empty((0, self.dim), dtype=np.float32)
         tok = self._load_tokenizer(counting=False)
         session = self._load_session()
 
@@ -327,8 +326,8 @@ class MiniLMEmbedder:
             counter = self._load_tokenizer(counting=True)
             lengths = [min(len(e.ids), self.max_tokens) for e in counter.encode_batch(list(texts))]
             order = np.argsort(np.asarray(lengths), kind="stable")
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+
+        def embed_batch(idx: np.ndarray) -> np.ndarray:
             encodings = tok.encode_batch([texts[i] for i in idx])
             ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
             mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
@@ -336,10 +335,9 @@ class MiniLMEmbedder:
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             (hidden,) = session.run(["last_hidden_state"], feeds)
-            out[idx] = _mean_pool_normalise(hidden, mask)
-            if progress is not None:
-                progress(len(idx))
-        return out
+            return _mean_pool_normalise(hidden, mask)
+
+        return embed_in_order(len(texts), self.dim, order, batch_size, embed_batch, progress)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query into a ``(384,)`` float32 unit vector, cached.
@@ -358,15 +356,6 @@ class MiniLMEmbedder:
         vec = self.embed([text])[0].copy()
         vec.setflags(write=False)
         return vec
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    """Reject a bare string, which is a Sequence[str] of its characters.
-
-    ``embed("hello")`` would otherwise quietly embed five one-letter texts.
-    """
-    if isinstance(texts, str):
-        raise TypeError("expected a sequence of texts, got a single str; wrap it in a list")
 
 
 def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

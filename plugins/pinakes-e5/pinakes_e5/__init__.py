@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pinakes import hookimpl
+from pinakes.embedding import check_batch_size, check_texts, embed_in_order
 from pinakes.errors import PinakesError
 
 __version__ = "0.1.0"
@@ -130,7 +131,7 @@ class E5Embedder:
 
         Untruncated, so the chunker sees a long text's real length and splits it.
         """
-        _check_texts(texts)
+        check_texts(texts)
         if not texts:
             return []
         model = self._engine()
@@ -151,22 +152,19 @@ class E5Embedder:
         end of each batch) and put back in input order. ``progress(k)`` is called
         after each batch with how many texts it embedded.
         """
-        _check_texts(texts)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        check_texts(texts)
+        check_batch_size(batch_size)
         if not texts:
-            return out
+            return np.empty((0, self.dim), dtype=np.float32)
         model = self._engine()
         order = np.argsort(np.asarray([len(t) for t in texts]), kind="stable")
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+
+        def embed_batch(idx: np.ndarray) -> np.ndarray:
             with self._lock:
                 vecs = model.passage([texts[i] for i in idx])
-            out[idx] = _normalise(np.asarray(vecs, dtype=np.float32).reshape(len(idx), self.dim))
-            if progress is not None:
-                progress(len(idx))
-        return out
+            return _normalise(np.asarray(vecs, dtype=np.float32).reshape(len(idx), self.dim))
+
+        return embed_in_order(len(texts), self.dim, order, batch_size, embed_batch, progress)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query into a ``(384,)`` float32 unit vector, cached and read-only."""
@@ -181,12 +179,6 @@ class E5Embedder:
         vec = _normalise(vec[None, :])[0].copy()
         vec.setflags(write=False)
         return vec
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    """Reject a bare string, which is a Sequence[str] of its characters."""
-    if isinstance(texts, str):
-        raise TypeError("expected a sequence of texts, got a single str; wrap it in a list")
 
 
 def _normalise(rows: np.ndarray) -> np.ndarray:
