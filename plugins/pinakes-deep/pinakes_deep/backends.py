@@ -197,6 +197,28 @@ class _SDKBackend:
         return LLMError(f"{self.id}: {type(exc).__name__}: {_short(exc)}", unknown_outcome=True)
 
 
+    def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
+        """One call: the SDK's request built (``_request``), sent and read (``_send``).
+
+        Errors while building it are ours and propagate; once it is sent, an SDK
+        error is translated (:meth:`_translate`) and anything else is a reply
+        that could not be read, which the provider may have billed.
+        """
+        sdk = self._sdk()
+        request = self._request(messages, max_tokens)
+        try:
+            return self._send(request)
+        except sdk.APIError as exc:
+            raise self._translate(exc, sdk) from None
+        except Exception as exc:
+            raise self._unreadable(exc) from None
+
+    def _request(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _send(self, request: dict[str, Any]) -> Completion:
+        raise NotImplementedError
+
     def _unreadable(self, exc: Exception) -> LLMError:
         """A reply the SDK could not read: the work may have been done (and billed)."""
         return LLMError(f"{self.id}: unreadable reply from {self.where()} ({type(exc).__name__}: {_short(exc)})",
@@ -221,25 +243,19 @@ class OpenAIBackend(_SDKBackend):
         return sdk.OpenAI(api_key=self.api_key(), base_url=self.base_url, timeout=self.timeout,
                           max_retries=0)
 
-    def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
-        sdk = self._sdk()
+    def _request(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
         sent = (system_as_user(messages) if self.config.get("system_role") == "user"
                 else [dict(m) for m in messages])
-        try:
-            resp = self._client.chat.completions.create(
-                model=self.model, messages=sent, max_tokens=max_tokens,
-                temperature=0,
-            )
-            text = ""
-            if resp.choices:
-                text = resp.choices[0].message.content or ""
-            usage = resp.usage
-            return Completion(text, getattr(usage, "prompt_tokens", None),
-                              getattr(usage, "completion_tokens", None))
-        except sdk.APIError as exc:
-            raise self._translate(exc, sdk) from None
-        except Exception as exc:
-            raise self._unreadable(exc) from None
+        return {"model": self.model, "messages": sent, "max_tokens": max_tokens, "temperature": 0}
+
+    def _send(self, request: dict[str, Any]) -> Completion:
+        resp = self._client.chat.completions.create(**request)
+        text = ""
+        if resp.choices:
+            text = resp.choices[0].message.content or ""
+        usage = resp.usage
+        return Completion(text, getattr(usage, "prompt_tokens", None),
+                          getattr(usage, "completion_tokens", None))
 
 
 class AnthropicBackend(_SDKBackend):
@@ -255,23 +271,20 @@ class AnthropicBackend(_SDKBackend):
         return sdk.Anthropic(api_key=self.api_key(), base_url=self.base_url, timeout=self.timeout,
                              max_retries=0)
 
-    def attempt(self, messages: Messages, *, max_tokens: int, purpose: str = "") -> Completion:
-        sdk = self._sdk()
+    def _request(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
         rest = [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"]
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": rest}
         if system:
             kwargs["system"] = system
-        try:
-            resp = self._client.messages.create(**kwargs)
-            text = "".join(getattr(b, "text", "") for b in (resp.content or [])
-                           if getattr(b, "type", "") == "text")
-            usage = resp.usage
-            return Completion(text, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
-        except sdk.APIError as exc:
-            raise self._translate(exc, sdk) from None
-        except Exception as exc:
-            raise self._unreadable(exc) from None
+        return kwargs
+
+    def _send(self, request: dict[str, Any]) -> Completion:
+        resp = self._client.messages.create(**request)
+        text = "".join(getattr(b, "text", "") for b in (resp.content or [])
+                       if getattr(b, "type", "") == "text")
+        usage = resp.usage
+        return Completion(text, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
 
 
 class ScriptedBackend:
