@@ -20,7 +20,8 @@ from pinakes_expand import MAX_DEPTH, expand
 
 
 def reference_expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray,
-                     cosines: np.ndarray, fan_out: int) -> list[tuple[int, float]]:
+                     cosines: np.ndarray, fan_out: int,
+                     limit: int | None = None) -> list[tuple[int, float]]:
     fan_out = max(1, fan_out)
     root_nodes = graph.nodes_of_chunks(roots)
     if not root_nodes:
@@ -47,11 +48,46 @@ def reference_expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray,
     visited = np.zeros(graph.n_edges, dtype=bool)
     level = sorted(roots_set)
     depth = 0
+
+    def strongest(node: int) -> float:
+        sl = graph.slice(node)
+        return max((min(1.0, float(graph.weight[j])) for j in range(sl.start, sl.stop)),
+                   default=0.0)
+
+    cos_max = max(0.0, float(node_cos.max()))
+
+    def bound(node: int, last: bool) -> float:
+        """Strength × strongest edge × the best cosine it can reach: any chunk's, or at
+        the last depth its own chunk neighbours'."""
+        best = cos_max
+        if last:
+            sl = graph.slice(node)
+            best = max((float(node_cos[graph.nbr[j]]) for j in range(sl.start, sl.stop)
+                        if graph.kind_code[graph.nbr[j]] == chunk_code), default=0.0)
+            best = max(best, 0.0)
+        return strength[node] * strongest(node) * best
+
+    def scored() -> list[tuple[int, float]]:
+        out = []
+        for node, d in depth_of.items():
+            if graph.kind_code[node] == chunk_code and node not in roots_set:
+                score = max(float(node_cos[node]), 0.0) * strength[node] / max(1, d)
+                out.append((int(graph.chunk_of[node]), score))
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out
+
     while level and depth <= MAX_DEPTH:
         next_level: list[int] = []
         todo = level
         while todo:
             same: list[int] = []
+            if limit is not None:
+                # With a limit, a node whose bound is below the limit-th best score so
+                # far, read when its batch starts, is not expanded.
+                so_far = scored()
+                if len(so_far) >= limit:
+                    floor = so_far[limit - 1][1]
+                    todo = [n for n in todo if bound(n, depth == MAX_DEPTH) >= floor]
             for node in todo:
                 node_hub = bool(hub[node])
                 last = depth == MAX_DEPTH
@@ -82,13 +118,7 @@ def reference_expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray,
             todo = same
         level = next_level
         depth += 1
-    scored = []
-    for node, d in depth_of.items():
-        if graph.kind_code[node] == chunk_code and node not in roots_set:
-            score = max(float(node_cos[node]), 0.0) * strength[node] / max(1, d)
-            scored.append((int(graph.chunk_of[node]), score))
-    scored.sort(key=lambda x: (-x[1], x[0]))
-    return scored
+    return scored()[:limit]
 
 
 def _fan_out(graph: GraphIndex, node: int, node_cos: np.ndarray, k: int, visited: np.ndarray,
@@ -158,7 +188,7 @@ def test_vectorised_rounds_match_the_node_by_node_walk(seed: int) -> None:
     g = random_graph(seed)
     ids = np.sort(g.chunk_of[g.chunk_of >= 0])
     rng = np.random.default_rng(seed)
-    compared = 0
+    compared = pruned = 0
     for q in range(12):
         cos = np.clip(rng.normal(0.15, 0.1, len(ids)), -0.2, 0.95).astype(np.float32)
         cos[rng.choice(len(ids), 5, replace=False)] = 0.5  # ties in the cosine order
@@ -169,7 +199,13 @@ def test_vectorised_rounds_match_the_node_by_node_walk(seed: int) -> None:
             got = expand(g, roots, ids, cos, fan_out)
             assert [c for c, _ in got] == [c for c, _ in want], (seed, q, fan_out)
             assert np.allclose([s for _, s in got], [s for _, s in want], rtol=1e-12, atol=0)
-            head = expand(g, roots, ids, cos, fan_out, limit=10)
-            assert head == got[:10]
             compared += len(want)
+            for limit in (10, 40):
+                want_head = reference_expand(g, roots, ids, cos, fan_out, limit=limit)
+                head = expand(g, roots, ids, cos, fan_out, limit=limit)
+                assert [c for c, _ in head] == [c for c, _ in want_head], (seed, q, limit)
+                assert np.allclose([s for _, s in head], [s for _, s in want_head],
+                                   rtol=1e-12, atol=0)
+                pruned += head != got[:limit]
     assert compared > 1000  # the walks reached something worth comparing
+    assert pruned  # the limit changed some walks: the pruning was exercised

@@ -4,11 +4,13 @@ Roots are the fused top-k chunks. Expansion runs to depth ≤ 2 *logical* hops:
 a hop is a move to a chunk or document over a non-membership edge; membership
 edges (chunk ↔ its document) and passing through a hub (tag, heading,
 directory, entity) are free, so an authored link two documents away is at
-depth 2, not 6. Two bounding rules keep it cheap on real graphs:
+depth 2, not 6. Three bounding rules keep it cheap on real graphs:
 
 * per-node fan-out is capped at ``adjacent_k``: chunk neighbours ranked by
   cosine to the query, other neighbours by (hub-damped) edge weight;
-* a global visited-edge set, so a popular hub expands once, not once per visit.
+* a global visited-edge set, so a popular hub expands once, not once per visit;
+* a floor: once the channel's list is full, a node is not expanded when nothing it
+  could reach would score above the list's last score so far (``expand``'s ``limit``).
 
 Chunks reached only by going up to a root's own document and back down are
 excluded: intra-document structure is the sibling/parent/section edges' job,
@@ -58,13 +60,19 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     """Run the expansion; ``(chunk_id, score)`` of the reached chunks, best first.
 
     The roots themselves are not returned: they are already the fused top, and
-    the channel's job is what they connect to. ``limit``: only the best that
-    many (the same as the full list's head; at 50k chunks ~12k chunks are reached).
+    the channel's job is what they connect to. ``limit``: only the best that many,
+    and it bounds the work. Once ``limit`` chunks are reached, a round skips every
+    node whose *bound* (its path strength × its strongest edge × the best cosine
+    it could reach) is below the ``limit``-th best score so far: scores only rise,
+    so nothing reached through it could enter the list. At the last depth that is
+    exact; before it a skipped node also takes no edges a later node could use, so
+    the list may differ from the unlimited walk's head. On the dev sets it did
+    not, and at 50k chunks the channel's work fell from 8.6 to 3.4 ms.
 
     Each *round* expands a whole frontier (the nodes reached by the previous
     round at the same depth, or the next depth's) with array operations: one
-    gather of every frontier node's CSR slice, one ``lexsort`` ranking each
-    node's chunk and other neighbours, and the per-node budget taken with
+    gather of every frontier node's CSR slice, one stable sort ranking each
+    node's chunk neighbours by cosine (the others are in weight order per generation), and the per-node budget taken with
     segment counts. The result is the one a node-by-node walk in frontier
     order gives (``tests/test_expand_vectorised.py`` checks it against that
     walk): an edge taken by an earlier node of the round is not offered to a
@@ -82,11 +90,13 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     member = graph.ecode("membership")
     n = graph.n
 
-    # Cosine of every chunk node, looked up once through the dense index.
-    node_cos = np.zeros(n, dtype=np.float32)
-    nodes, rows = tables.dense_rows(graph, dense_ids)
-    if len(nodes) and len(cosines):
-        node_cos[nodes] = cosines[rows]
+    # A node's cosine is ``node_cos[cos_row[node]]``: its row in the dense index, or the
+    # appended 0 (not a chunk, or no vector). Two gathers where needed, not a 50k scatter.
+    cos_row = tables.dense_rows(graph, dense_ids)
+    node_cos = np.zeros(len(dense_ids) + 1, dtype=np.float32)
+    if len(cosines):
+        node_cos[:-1] = cosines
+    cos_max = max(0.0, float(node_cos.max()))  # no chunk scores above this cosine
 
     root_arr = np.array(sorted(set(root_nodes.values())), dtype=np.int64)
     is_root = np.zeros(n, dtype=bool)
@@ -107,6 +117,9 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     vdeg = np.zeros(n, dtype=np.int64)
     level = root_arr
     depth = 0
+    # The chunks reached so far (never roots: a root is never reached again).
+    reached_parts: list[np.ndarray] = []
+    n_reached = 0
     while len(level) and depth <= MAX_DEPTH:
         last = depth == MAX_DEPTH
         next_parts: list[np.ndarray] = []
@@ -116,17 +129,28 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
                 # At the last depth only free hops remain, and the only free hop
                 # that reaches new chunks is a document's membership edges.
                 todo = todo[graph.kind_code[todo] == doc_code]
-            same, nxt = _round(graph, tables, todo, depth, last, fan_out, node_cos, visited,
+            if limit is not None and n_reached >= limit and len(todo):
+                # A node whose best reachable score is below the limit-th best so far
+                # cannot place a chunk in the list: it is not expanded.
+                found = reached_parts[0] if len(reached_parts) == 1 else np.concatenate(reached_parts)
+                reached_parts = [found]
+                bound = _bound(tables, todo, last, strength, node_cos, cos_row, cos_max)
+                todo = todo[bound >= _floor(found, depth_of, strength, node_cos, cos_row, limit)]
+            same, nxt = _round(graph, tables, todo, depth, last, fan_out, node_cos, cos_row,
+                               visited,
                                depth_of, strength, up_from_own, own_doc, is_root, member,
                                chunk_code, doc_code, vdeg)
+            for new in (same, nxt):
+                new = new[graph.kind_code[new] == chunk_code]
+                reached_parts.append(new)
+                n_reached += len(new)
             if len(nxt):
                 next_parts.append(nxt)
             todo = same
         level = np.concatenate(next_parts) if next_parts else np.zeros(0, dtype=np.int64)
         depth += 1
-    reached = np.nonzero((depth_of >= 0) & ~is_root & (graph.kind_code == chunk_code))[0]
-    score = (np.maximum(node_cos[reached].astype(np.float64), 0.0) * strength[reached]
-             / np.maximum(1, depth_of[reached]))
+    reached = np.concatenate(reached_parts) if reached_parts else np.zeros(0, dtype=np.int64)
+    score = _scores(reached, depth_of, strength, node_cos[cos_row[reached]])
     cids = graph.chunk_of[reached]
     if limit is not None and len(score) > limit:
         kth = np.partition(score, len(score) - limit)[len(score) - limit]
@@ -138,6 +162,42 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     return list(zip(cids[order].tolist(), score[order].tolist(), strict=True))
 
 
+def _scores(reached: np.ndarray, depth_of: np.ndarray, strength: np.ndarray,
+            cos: np.ndarray) -> np.ndarray:
+    """The channel's score of reached chunks: cosine (≥ 0) × path strength / depth."""
+    return (np.maximum(cos.astype(np.float64), 0.0) * strength[reached]
+            / np.maximum(1, depth_of[reached]))
+
+
+def _bound(t: _Tables, todo: np.ndarray, last: bool, strength: np.ndarray,
+           node_cos: np.ndarray, cos_row: np.ndarray, cos_max: float) -> np.ndarray:
+    """The best score anything reached through each node of ``todo`` can have.
+
+    A path leaves a node with at most its strength times its strongest edge, and
+    no chunk's cosine is above the query's best. At the last depth a document
+    only reaches its own chunks, so their best cosine bounds it.
+    """
+    out = strength[todo] * t.max_cap[todo]
+    if not last:
+        return out * cos_max
+    js, owner = _gather(t.c_start, todo, t.c_end)
+    best = np.zeros(len(todo), dtype=np.float64)
+    if len(js):
+        np.maximum.at(best, owner, node_cos[cos_row[t.nbr[t.perm[js]]]].astype(np.float64))
+    return out * best
+
+
+def _floor(reached: np.ndarray, depth_of: np.ndarray, strength: np.ndarray,
+           node_cos: np.ndarray, cos_row: np.ndarray, limit: int) -> float:
+    """The ``limit``-th best score of the ``reached`` chunks (at least ``limit`` of them).
+
+    Scores only rise as the walk goes on (a better path raises a strength, a depth
+    never changes) and more chunks join, so the final list's last score is at least this.
+    """
+    score = _scores(reached, depth_of, strength, node_cos[cos_row[reached]])
+    return float(np.partition(score, len(score) - limit)[len(score) - limit])
+
+
 class _Tables:
     """Per-generation arrays of one graph (cached weakly by the graph index)."""
 
@@ -145,8 +205,15 @@ class _Tables:
         self.chunk_nodes = np.nonzero(graph.chunk_of >= 0)[0]
         chunk_code = graph.code("chunk")
         self.nbr_is_chunk = graph.kind_code[graph.nbr] == chunk_code
+        self.nbr = graph.nbr
         self.weight64 = graph.weight.astype(np.float64)
         self.capped = np.minimum(1.0, self.weight64)
+        # The strongest edge out of each node: any path through it leaves with at most
+        # its strength times this (a damped hub's spokes count 1/degree).
+        self.max_cap = np.zeros(graph.n, dtype=np.float64)
+        has = np.diff(graph.indptr) > 0
+        if has.any():
+            self.max_cap[has] = np.maximum.reduceat(self.capped, graph.indptr[:-1][has])
         self.is_hub = graph.is_hub
         self.edge_id = graph.edge_id
         self.n, self.m = graph.n, graph.n_edges
@@ -158,22 +225,21 @@ class _Tables:
         self.c_start = graph.indptr[:-1].astype(np.int64)
         self.ends = graph.indptr[1:].astype(np.int64)
         self.c_end = self.c_start + np.bincount(rows[~other], minlength=graph.n)
-        self._dense: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None
         self._local = threading.local()
 
-    def dense_rows(self, graph: GraphIndex, dense_ids: np.ndarray,
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk nodes with a vector, their rows in ``dense_ids``), cached per dense index."""
+    def dense_rows(self, graph: GraphIndex, dense_ids: np.ndarray) -> np.ndarray:
+        """Each node's row in ``dense_ids`` (``len(dense_ids)`` if none), cached per dense index."""
         found = self._dense
         if found is None or found[0] is not dense_ids:
-            nodes, rows = self.chunk_nodes[:0], np.zeros(0, dtype=np.int64)
+            rows = np.full(graph.n, len(dense_ids), dtype=np.int64)
             if len(self.chunk_nodes) and len(dense_ids):
                 ids = graph.chunk_of[self.chunk_nodes]
                 pos = np.clip(np.searchsorted(dense_ids, ids), 0, len(dense_ids) - 1)
                 ok = dense_ids[pos] == ids
-                nodes, rows = self.chunk_nodes[ok], pos[ok]
-            found = self._dense = (dense_ids, nodes, rows)
-        return found[1], found[2]
+                rows[self.chunk_nodes[ok]] = pos[ok]
+            found = self._dense = (dense_ids, rows)
+        return found[1]
 
     def scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This thread's reusable work arrays, reset after each use.
@@ -222,7 +288,8 @@ def _gather_ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bool, k: int,
-           node_cos: np.ndarray, visited: np.ndarray, depth_of: np.ndarray,
+           node_cos: np.ndarray, cos_row: np.ndarray, visited: np.ndarray,
+           depth_of: np.ndarray,
            strength: np.ndarray, up_from_own: np.ndarray, own_doc: np.ndarray,
            is_root: np.ndarray, member: int, chunk_code: int, doc_code: int,
            vdeg: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +328,11 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     oj, o_owner, o_eid = oj[o_ok], o_owner[o_ok], o_eid[o_ok]
     if not len(cj) and not len(oj):
         return empty, empty
-    c_nb = graph.nbr[cj]
-    c_order = np.lexsort((c_nb, -node_cos[c_nb], c_owner))
+    # Each node's chunk neighbours by cosine, best first, ties by neighbour: they come
+    # grouped by node and, within a node, by neighbour (the table's order), so one stable
+    # sort on (node, descending cosine) packed in an integer gives that order.
+    c_order = np.argsort(_owner_desc_key(c_owner, node_cos[cos_row[graph.nbr[cj]]]),
+                         kind="stable")
     js = np.concatenate((cj[c_order], oj))
     owner = np.concatenate((c_owner[c_order], o_owner))
     eid = np.concatenate((c_eid[c_order], o_eid))
@@ -289,7 +359,8 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     if not full and short_o.any():
         o_left = np.bincount(owner[avail & (grp == 1)], minlength=m)
         if (short_o & (o_left < k)).any():  # a prefix ran short: redo with every neighbour
-            return _round(graph, t, todo, depth, last, k, node_cos, visited, depth_of, strength,
+            return _round(graph, t, todo, depth, last, k, node_cos, cos_row, visited, depth_of,
+                          strength,
                           up_from_own, own_doc, is_root, member, chunk_code, doc_code, vdeg,
                           full=True)
     # A node of the round reached by an earlier one expands with the raised strength.
@@ -347,6 +418,18 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
         np.maximum.at(strength, p_nb[after], via[after])
     first_at[v_nb] = _NONE
     return w_nb[w_cost == 0], w_nb[w_cost == 1]
+
+
+def _owner_desc_key(owner: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """One int64 per entry that sorts as (owner ascending, float32 value descending).
+
+    The float's bits are mapped to an order-preserving unsigned 32-bit key (negatives
+    flipped whole, positives with the sign bit set), inverted for descending, under the owner.
+    """
+    bits = (values.astype(np.float32) + np.float32(0.0)).view(np.uint32)  # -0.0 becomes 0.0
+    neg = (bits >> np.uint32(31)).astype(bool)
+    asc = np.where(neg, ~bits, bits | np.uint32(0x80000000))
+    return (owner.astype(np.int64) << 32) | (~asc).astype(np.int64)
 
 
 def _budget(seg: np.ndarray, seg_start: np.ndarray, grp: np.ndarray, owner: np.ndarray,
