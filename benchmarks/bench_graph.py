@@ -102,6 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1k and 2k documents, fewer queries")
     ap.add_argument("--workdir", default="/tmp/pinakes-bench-graph")
+    ap.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/graph[-quick].json)")
     args = ap.parse_args()
     fake_embedder.install()
     sizes = (1000, 2000) if args.quick else (2000, 10000)
@@ -122,7 +123,7 @@ def main() -> None:
               f"{str(r['expand_channel_p50_ms']) + ' / ' + str(r['expand_channel_p95_ms']):>16} "
               f"{str(r['off_cpu_p50_ms']) + ' / ' + str(r['expand_cpu_p50_ms']):>15} "
               f"{r['graph_index_mb']:>8} {r['loadavg_1m']:>5}")
-    out = HERE / "results" / ("graph-quick.json" if args.quick else "graph.json")
+    out = args.out or HERE / "results" / ("graph-quick.json" if args.quick else "graph.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "results": results}, indent=2) + "\n")

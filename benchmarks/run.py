@@ -15,6 +15,10 @@ What is measured (docs/performance.md lists the targets):
   (synthetic vectors, real FTS5 over real-ish text), with and without the
   real query embedding;
 * cold ``pnk search`` wall time on the example KB (process start to output);
+* the graph channels at 10k and 50k chunks (section ``graph``): the default
+  ``ppr`` channel's cost (``bench_ppr.py``) and the search latency ``expand``
+  adds over ``off`` (``bench_graph.py``), both run as child scripts with the
+  installed plugins, since the channels are plugins;
 * peak RSS of each phase and the bytes of vectors held per chunk.
 
 Each section runs in its own child process (``--section``), so peak RSS is
@@ -586,6 +590,32 @@ class SectionFailed(Exception):
     """A benchmark section's child process failed; the other sections still run."""
 
 
+#: The graph benchmarks run as scripts of their own: they need the channel plugins.
+GRAPH_SCRIPTS = ("bench_ppr", "bench_graph")
+
+
+def run_graph_scripts(work: Path, quick: bool) -> dict[str, Any]:
+    """Run ``bench_ppr.py`` and ``bench_graph.py`` (plugins loaded) and collect their JSON."""
+    env = {k: v for k, v in os.environ.items() if k != "PINAKES_LOAD_PLUGINS"}
+    out: dict[str, Any] = {}
+    for name in GRAPH_SCRIPTS:
+        log(name)
+        t = time.perf_counter()
+        dest = work / f"{name}.json"
+        cmd = [sys.executable, str(HERE / f"{name}.py"), "--out", str(dest)]
+        if name == "bench_graph":
+            cmd += ["--workdir", str(work / "graph")]
+        if quick:
+            cmd.append("--quick")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise SectionFailed(f"benchmark script {name}.py failed (exit {proc.returncode})")
+        out[name] = json.loads(dest.read_text(encoding="utf-8"))
+        log(f"{name} done in {time.perf_counter() - t:.1f} s")
+    return out
+
+
 def run_child(work: Path, name: str, **kwargs: Any) -> dict[str, Any]:
     log(f"{name} {kwargs or ''}".rstrip())
     t = time.perf_counter()
@@ -699,6 +729,25 @@ def build_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
         row(f"scale: {pt['chunks']:,} chunks", "report",
             f"sync {pt['sync_s']} s; search p50 {pt['search_p50_ms']} ms (CPU {pt['search_cpu_p50_ms']}); "
             f"RSS {pt['rss_mb']:.0f} MB; index {pt['index_db_mb']} MB", None)
+    gr = res.get("graph") or {}
+    ppr = [r for r in (gr.get("bench_ppr") or {}).get("results", [])
+           if r["shape"] == "structural+mentions" and r["backend"] == "scipy"]
+    for r in ppr:
+        big = r["chunks"] >= 50_000
+        row(f"default graph channel `ppr`, {r['chunks']:,} chunks (structure + mentions)",
+            "<= +10 ms p50" if big else "report",
+            # Judged on the queries that walk (the others name no entity and cost ~0).
+            f"+{r['walked_p50_ms']} ms p50 (CPU {r['walked_cpu_p50_ms']}) for the {r['walked']} "
+            f"of {r['queries']} queries that walk; +{r['channel_p50_ms']} ms over all",
+            r["walked_p50_ms"] <= 10 if big else None)
+    for r in ((gr.get("bench_graph") or {}).get("results") or {}).values():
+        big = r["chunks"] >= 50_000
+        added = r["expand_p50_ms"] - r["off_p50_ms"]
+        row(f"`expand` channel, {r['chunks']:,} chunks: search p50 over `off`",
+            "<= +5 ms" if big else "report",
+            f"+{added:.1f} ms ({r['off_p50_ms']} -> {r['expand_p50_ms']} ms; CPU "
+            f"{r['off_cpu_p50_ms']} -> {r['expand_cpu_p50_ms']}); channel p50 "
+            f"{r['expand_channel_p50_ms']} ms", added <= 5 if big else None)
     cs = res.get("cold_search")
     if cs:
         row(f"cold `pnk search`, example KB ({cs['chunks']} chunks), core, median of 5", "<= 1.0 s",
@@ -734,7 +783,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke run: small corpora (~2 min)")
     ap.add_argument("--workdir", type=Path, help="keep corpora and indexes here (reused next run)")
     ap.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/core[-quick].json)")
-    ap.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run only these sections")
+    ap.add_argument("--only", action="append", choices=sorted([*SECTIONS, "graph"]),
+                    help="run only these sections")
     ap.add_argument("--with-plugins", action="store_true",
                     help="load installed plugins in every section (default: the core alone)")
     ap.add_argument("--section", help=argparse.SUPPRESS)
@@ -753,7 +803,7 @@ def main() -> None:
     out_path = opts.out or HERE / "results" / ("core-quick.json" if opts.quick else "core.json")
     work = opts.workdir or Path(tempfile.mkdtemp(prefix="pinakes-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    only = set(opts.only or SECTIONS)
+    only = set(opts.only or [*SECTIONS, "graph"])
     started = time.time()
     t0 = time.perf_counter()
     res: dict[str, Any] = {}
@@ -803,6 +853,8 @@ def main() -> None:
             section("cold_search", lambda: run_child(work, "cold_search", runs=size["cold_runs"]))
         if "embed_sweep" in only:
             section("embed_sweep", lambda: run_child(work, "embed_sweep", n_chunks=size["sweep_chunks"]))
+        if "graph" in only:
+            section("graph", lambda: run_graph_scripts(work, opts.quick))
         if "scale" in only:
             section("scale", lambda: run_child(work, "scale", docs=size["scale_docs"],
                                                n_queries=size["scale_queries"]))
