@@ -183,7 +183,7 @@ def _bound(t: _Tables, todo: np.ndarray, last: bool, strength: np.ndarray,
     js, owner = _gather(t.c_start, todo, t.c_end)
     best = np.zeros(len(todo), dtype=np.float64)
     if len(js):
-        np.maximum.at(best, owner, node_cos[cos_row[t.nbr[t.perm[js]]]].astype(np.float64))
+        np.maximum.at(best, owner, node_cos[cos_row[t.nbr[js]]].astype(np.float64))
     return out * best
 
 
@@ -204,24 +204,29 @@ class _Tables:
     def __init__(self, graph: GraphIndex) -> None:
         self.chunk_nodes = np.nonzero(graph.chunk_of >= 0)[0]
         chunk_code = graph.code("chunk")
-        self.nbr_is_chunk = graph.kind_code[graph.nbr] == chunk_code
-        self.nbr = graph.nbr
-        self.weight64 = graph.weight.astype(np.float64)
-        self.capped = np.minimum(1.0, self.weight64)
+        nbr_is_chunk = graph.kind_code[graph.nbr] == chunk_code
+        weight64 = graph.weight.astype(np.float64)
+        self.is_hub = graph.is_hub
+        self.n, self.m = graph.n, graph.n_edges
+        # Each node's half-edges reordered: chunk neighbours first, then the others by
+        # (hub-damped) weight, heaviest first, ties by neighbour: their query-free order.
+        # The walk reads half-edges only in this order, so each array is kept permuted:
+        # a node's candidates are one contiguous slice, read without an index table.
+        rows = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
+        other = ~nbr_is_chunk
+        perm = np.lexsort((graph.nbr, np.where(other, -weight64, 0.0), other, rows))
+        self.nbr = graph.nbr[perm]
+        self.edge_id = graph.edge_id[perm]
+        self.edge_kind = graph.edge_kind[perm]
+        # Effective weights capped at 1, as float32 (the stored weights are float32, so
+        # widening on read gives the same float64 values as capping in float64).
+        self.capped = np.minimum(np.float32(1.0), graph.weight[perm])
         # The strongest edge out of each node: any path through it leaves with at most
         # its strength times this (a damped hub's spokes count 1/degree).
         self.max_cap = np.zeros(graph.n, dtype=np.float64)
         has = np.diff(graph.indptr) > 0
         if has.any():
             self.max_cap[has] = np.maximum.reduceat(self.capped, graph.indptr[:-1][has])
-        self.is_hub = graph.is_hub
-        self.edge_id = graph.edge_id
-        self.n, self.m = graph.n, graph.n_edges
-        # Each node's half-edges reordered: chunk neighbours first, then the others by
-        # (hub-damped) weight, heaviest first, ties by neighbour: their query-free order.
-        rows = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
-        other = ~self.nbr_is_chunk
-        self.perm = np.lexsort((graph.nbr, np.where(other, -self.weight64, 0.0), other, rows))
         self.c_start = graph.indptr[:-1].astype(np.int64)
         self.ends = graph.indptr[1:].astype(np.int64)
         self.c_end = self.c_start + np.bincount(rows[~other], minlength=graph.n)
@@ -315,15 +320,14 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
             o_end = np.minimum(o_end, o_start + k + vdeg[todo])
         short_o = o_end < t.ends[todo]
         oj, o_owner = _gather_ranges(o_start, o_end)
-    cj, oj = t.perm[cj], t.perm[oj]
     c_eid = t.edge_id[cj]
     c_ok = ~visited[c_eid]
-    c_member = graph.edge_kind[cj] == member
+    c_member = t.edge_kind[cj] == member
     if last:
         c_ok &= c_member
     c_ok &= ~(up_from_own[todo][c_owner] & c_member)  # never back down into a root's doc
     o_eid = t.edge_id[oj]
-    o_ok = ~visited[o_eid] & ~(up_from_own[todo][o_owner] & (graph.edge_kind[oj] == member))
+    o_ok = ~visited[o_eid] & ~(up_from_own[todo][o_owner] & (t.edge_kind[oj] == member))
     cj, c_owner, c_eid = cj[c_ok], c_owner[c_ok], c_eid[c_ok]
     oj, o_owner, o_eid = oj[o_ok], o_owner[o_ok], o_eid[o_ok]
     if not len(cj) and not len(oj):
@@ -331,7 +335,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     # Each node's chunk neighbours by cosine, best first, ties by neighbour: they come
     # grouped by node and, within a node, by neighbour (the table's order), so one stable
     # sort on (node, descending cosine) packed in an integer gives that order.
-    c_order = np.argsort(_owner_desc_key(c_owner, node_cos[cos_row[graph.nbr[cj]]]),
+    c_order = np.argsort(_owner_desc_key(c_owner, node_cos[cos_row[t.nbr[cj]]]),
                          kind="stable")
     js = np.concatenate((cj[c_order], oj))
     owner = np.concatenate((c_owner[c_order], o_owner))
@@ -340,7 +344,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     seg = owner * 2 + grp
     order = np.argsort(seg, kind="stable")  # each (node, group) one contiguous segment
     js, owner, eid, grp, seg = js[order], owner[order], eid[order], grp[order], seg[order]
-    nb = graph.nbr[js]
+    nb = t.nbr[js]
     bounds = np.flatnonzero(seg[1:] != seg[:-1]) + 1  # where each segment begins
     seg_start = np.repeat(np.concatenate(([0], bounds)),
                           np.diff(np.concatenate(([0], bounds, [len(seg)]))))
@@ -371,7 +375,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     to_later = pos_in_todo > p_owner  # (-1: not in the round)
     if to_later.any():
         src, dst = p_owner[to_later], pos_in_todo[to_later]
-        cap = t.capped[js[pick][to_later]]
+        cap = t.capped[js[pick][to_later]].astype(np.float64)
         for _ in range(m + 1):
             raised = base.copy()
             np.maximum.at(raised, dst, own_strength[src] * cap)
@@ -382,7 +386,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     visited[p_eid] = True
     np.add.at(vdeg, todo[p_owner], 1)
     np.add.at(vdeg, p_nb, 1)
-    via = own_strength[p_owner] * t.capped[pj]
+    via = own_strength[p_owner] * t.capped[pj].astype(np.float64)
     strength[todo] = np.maximum(strength[todo], own_strength)
     fresh = depth_of[p_nb] < 0
     # Already reached (before this round, or in it): a better path raises the strength.
@@ -394,7 +398,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     f_idx = np.nonzero(fresh)[0]
     f_nb = p_nb[f_idx]
     f_kind = graph.kind_code[f_nb]
-    f_member = graph.edge_kind[pj[f_idx]] == member
+    f_member = t.edge_kind[pj[f_idx]] == member
     free = f_member | t.is_hub[f_nb]
     step = (t.is_hub[todo[p_owner[f_idx]]] | (f_kind == chunk_code) | (f_kind == doc_code))
     cost = np.where(free, 0, np.where(step, 1, 0))
@@ -411,7 +415,7 @@ def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bo
     w_cost = cost[valid][win]
     depth_of[w_nb] = depth + w_cost
     strength[w_nb] = via[winners]
-    w_member = graph.edge_kind[pj[winners]] == member
+    w_member = t.edge_kind[pj[winners]] == member
     up_from_own[w_nb[(graph.kind_code[w_nb] == doc_code) & w_member & own_doc[w_nb]]] = True
     after = np.arange(len(p_nb)) > first_at[p_nb]  # _NONE (no winner) is never below
     if after.any():
