@@ -65,7 +65,7 @@ def main() -> None:
         ax.set_xlabel("chunks", fontsize=8)
         ax.grid(True, alpha=0.3)
     load = max(r.get("loadavg", 0) for r in rows)
-    fig.suptitle(f"Pinakes scale curve (2 cores, shared: load average up to {load:.0f})", fontsize=10)
+    fig.suptitle(f"Pinakes scale curve (2 cores, load average up to {load:.1f})", fontsize=10)
     fig.tight_layout()
     dst.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(dst, dpi=110)
