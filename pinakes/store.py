@@ -419,6 +419,12 @@ def _scales(tail: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(tail).view("<f4").reshape(-1).astype(np.float32)
 
 
+def index_signature(state_dir: Path) -> str | None:
+    """The signature the KB's ``index.db`` was built with; None if missing or unreadable."""
+    path = state_dir / "index.db"
+    return _read_signature(path) if path.exists() else None
+
+
 def _read_signature(path: Path) -> str | None:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

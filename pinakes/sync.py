@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,15 +160,53 @@ def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None
     started = time.perf_counter()
     report = SyncReport()
     with SyncLock(kb.config.state_dir, wait=lock_wait):
+        settled = _settle_before_rebuild(kb, progress) if rebuild else None
         store, rebuilt = kb.open_store_for_write(rebuild=rebuild)
         try:
             report.rebuilt = rebuilt
             _sync(kb, store, report, progress)
         finally:
             store.close()
+        if settled is not None:
+            _merge_settled(report, settled)
     kb.invalidate()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _settle_before_rebuild(kb: KB, progress: ProgressFn | None) -> SyncReport | None:
+    """A plain sync on the index a ``--rebuild`` is about to drop; its report, or None.
+
+    Moves without sidecars and content swaps made since the last sync are recognised
+    only from the old index (what the vanished note held), so they are settled
+    first: sidecars follow their text, then the rebuild indexes the settled files.
+    An index that is unreadable or was built by another schema, embedder or plugin
+    set cannot be synced; the rebuild then starts from nothing, as it always did.
+    """
+    from .store import index_signature
+
+    if index_signature(kb.config.state_dir) != kb.signature:
+        return None
+    pre = SyncReport()
+    try:
+        store, _ = kb.open_store_for_write()
+    except sqlite3.DatabaseError:
+        return None
+    try:
+        _sync(kb, store, pre, progress)
+    except sqlite3.DatabaseError:
+        return None  # a damaged index: nothing to settle from; truth files are whole
+    finally:
+        store.close()
+    return pre
+
+
+def _merge_settled(report: SyncReport, settled: SyncReport) -> None:
+    """Carry what the settling sync did into the rebuild's report (once each)."""
+    report.renamed = settled.renamed + [r for r in report.renamed if r not in settled.renamed]
+    report.sidecars_created = settled.sidecars_created + [
+        s for s in report.sidecars_created if s not in settled.sidecars_created]
+    report.problems = settled.problems + [p for p in report.problems if p not in settled.problems]
 
 
 def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:

@@ -6,6 +6,7 @@ Every case runs with sidecars beside the documents and in a parallel tree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 
@@ -242,3 +243,54 @@ def test_near_tie_between_two_vanished_documents_is_reported(make_kb) -> None:
     assert report.renamed == []
     assert sum("ambiguous" in p for p in report.problems) == 1
     assert kb.show("notes/coils.md")["doc_id"] not in ids
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rebuild_after_mv_keeps_identity(make_kb, mode) -> None:
+    """`--rebuild` drops the index the move is recognised from, so it settles moves first."""
+    kb = make(make_kb, mode)
+    sidecar = annotate(kb, "notes/owls.md", mode)
+    ulid = kb.show("notes/owls.md")["doc_id"]
+    os.rename(kb.root / "notes/owls.md", kb.root / "notes/barn-owls.md")
+    report = kb.sync(rebuild=True)
+    assert report.rebuilt and report.renamed == [("notes/owls.md", "notes/barn-owls.md")]
+    assert "rebuilt the index" in report.summary() and "1 renamed" in report.summary()
+    assert not sc(kb, "notes/owls.md", mode).exists()
+    assert sc(kb, "notes/barn-owls.md", mode).read_bytes() == sidecar
+    assert kb.show("notes/barn-owls.md")["doc_id"] == ulid
+    assert "notes/barn-owls.md" in linked_from_index(kb)  # the pnk:// link still resolves
+    assert kb.doctor()["orphan_sidecars"] == []
+    assert kb.sync().added == []  # settled: the next sync has nothing to do
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rebuild_after_swap_keeps_ids_with_their_text(make_kb, mode) -> None:
+    kb = make(make_kb, mode)
+    a, b = "notes/owls.md", "notes/kettles.md"
+    ids = {a: kb.show(a)["doc_id"], b: kb.show(b)["doc_id"]}
+    os.rename(kb.root / a, kb.root / "tmp.md")
+    os.rename(kb.root / b, kb.root / a)
+    os.rename(kb.root / "tmp.md", kb.root / b)
+    report = kb.sync(rebuild=True)
+    assert report.rebuilt and sorted(report.renamed) == sorted([(a, b), (b, a)])
+    assert kb.show(a)["doc_id"] == ids[b] and kb.show(b)["doc_id"] == ids[a]
+    assert kb.search("barn owls hunting voles").hits[0].path == b
+
+
+def test_rebuild_of_an_unreadable_index_starts_from_nothing(make_kb) -> None:
+    """With no index to settle from, a move since the last sync cannot be recognised: the
+    note gets a new id and its old sidecar is an orphan for `pnk doctor` (as documented)."""
+    kb = make(make_kb, "beside")
+    ulid = kb.show("notes/owls.md")["doc_id"]
+    os.rename(kb.root / "notes/owls.md", kb.root / "notes/barn-owls.md")
+    index = kb.root / ".pinakes" / "index.db"
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(index) + suffix)
+    index.write_bytes(b"not a database" * 100)
+    report = kb.sync(rebuild=True)
+    assert report.rebuilt and report.renamed == []
+    assert "notes/barn-owls.md" in report.added
+    assert kb.show("notes/barn-owls.md")["doc_id"] != ulid
+    old_sidecar = sc(kb, "notes/owls.md", "beside").relative_to(kb.root).as_posix()
+    assert kb.doctor()["orphan_sidecars"] == [old_sidecar]

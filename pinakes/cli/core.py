@@ -88,7 +88,9 @@ class _Progress:
 
 @cli.command()
 @kb_option
-@click.option("--rebuild", is_flag=True, help="Drop the index and rebuild it (embeddings stay cached).")
+@click.option("--rebuild", is_flag=True,
+              help="Drop the index and rebuild it (embeddings stay cached). Moves and swaps since "
+                   "the last sync are settled first, from the old index.")
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another running sync.")
 @click.option("-q", "--quiet", is_flag=True, help="Print problems and the summary only.")
 @click.option("--watch", is_flag=True,
