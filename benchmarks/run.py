@@ -748,6 +748,10 @@ def build_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             f"+{added:.1f} ms ({r['off_p50_ms']} -> {r['expand_p50_ms']} ms; CPU "
             f"{r['off_cpu_p50_ms']} -> {r['expand_cpu_p50_ms']}); channel p50 "
             f"{r['expand_channel_p50_ms']} ms", added <= 5 if big else None)
+        if "graph_index_cached_load_cpu_s" in r:
+            row(f"graph arrays, {r['chunks']:,} chunks: built from SQL / read from the cache file",
+                "report", f"{r['graph_index_load_s']} s / {r['graph_index_cached_load_cpu_s']} s CPU",
+                None)
     cs = res.get("cold_search")
     if cs:
         row(f"cold `pnk search`, example KB ({cs['chunks']} chunks), core, median of 5", "<= 1.0 s",

@@ -226,7 +226,7 @@ class KB:
 
         gen = store.generation
         if self._graph is None or self._graph.generation != gen:
-            self._graph = GraphIndex.load(store.conn, gen)
+            self._graph = GraphIndex.load(store.conn, gen, cache=store.state_dir)
         return self._graph
 
     def warm_graph(self, store: Store | None = None) -> bool:

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -265,6 +266,10 @@ class Store:
         if store.get_meta("signature") is None:
             store.set_meta("signature", signature)
             store.set_meta("generation", "0")
+        if store.get_meta("store_id") is None:
+            # Names this store (a rebuild makes a new one): what a reader caches from it
+            # (the graph arrays) is keyed by this and the generation.
+            store.set_meta("store_id", uuid.uuid4().hex)
         return store, rebuilt
 
     @classmethod
