@@ -378,7 +378,7 @@ class GraphIndex:
         :data:`GRAPH_CACHE` for the next process, and taken from there when that
         file is of this very store and generation: building them from SQL costs
         ~0.9 s of CPU at 50k chunks (the ``sqlite3`` module making 450k row
-        tuples), reading them back ~10 ms. That is what a one-shot ``pnk search``
+        tuples), reading them back ~0.07 s. That is what a one-shot ``pnk search``
         on a large KB pays otherwise. The file is derived and disposable: a
         reader that cannot write it, or finds it damaged, builds from SQL.
         """
@@ -515,8 +515,7 @@ def _write_cache(path: Path, key: str, graph: GraphIndex) -> None:
     texts = (*graph.kinds, *graph.edge_kinds, *graph.keys)
     if any("\0" in t for t in texts):
         return
-    arrays = {name: getattr(graph, name) for name in _ARRAYS if name != "damped"}
-    arrays["damped"] = graph.damped
+    arrays = {name: getattr(graph, name) for name in _ARRAYS}
     try:
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             # A reader killed while writing left this; an hour is far longer than a write.
