@@ -211,9 +211,8 @@ def mutate(state: State, rng: random.Random, share: float, op: str = "sync", poi
     documents stay untouched until a recovery sync has settled them.
     """
     made = {"moved_without_sidecar": 0, "swapped": 0}
-    # Not before a rebuild: it starts from no index, so it cannot see that a file moved
-    # or two swapped (a limitation docs/reliability.md states).
-    if op == "sync":
+    # Before a rebuild too: `--rebuild` settles moves and swaps on the old index first.
+    if op in ("sync", "sync --rebuild"):
         # What sync compares with: the index as the last committed sync left it. A move is
         # recognised by content (the index's hash), a swap also needs both sidecars as that
         # sync saw them (a killed `pnk link` may have edited one since).
@@ -648,7 +647,8 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
     started = time.perf_counter()
     stats: dict[str, Any] = {"kills": 0, "rounds": 0, "not_reached": 0, "by_point": {},
                              "recovery_syncs": 0, "chunks_embedded": 0, "moved_without_sidecar": 0,
-                             "swapped": 0, "pages_moved_without_sidecar": 0, "links_staged": 0}
+                             "swapped": 0, "pages_moved_without_sidecar": 0, "links_staged": 0,
+                             "moves_and_swaps_before_a_rebuild": 0}
     say = log or (lambda *_: None)
 
     def landed(op: str, point: str, rc: int) -> bool:
@@ -712,6 +712,8 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
             made = mutate(state, rng, share, "sync --rebuild" if rebuild else op, point)
             for key, n in made.items():
                 stats[key] += n
+            if rebuild:
+                stats["moves_and_swaps_before_a_rebuild"] += sum(made.values())
             if op == "link":
                 src, dst = rng.sample(sorted(state.docs), 2)
                 args = ["link", src, dst, "--rel", rng.choice(["cites", "uses", "extends"]),
