@@ -562,3 +562,48 @@ def test_a_walk_loads_only_scipys_kernel_not_scipy_sparse() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
     assert out.stdout.split() == ["True", "False", "True"], out.stderr
+
+
+# --- a name used as a common noun ---------------------------------------------------------
+
+
+def E(label: str) -> Node:
+    return Node("entity", label.lower(), label)
+
+
+def lowercase_index() -> tuple[GraphIndex, object]:
+    from pinakes_ppr import NameIndex
+
+    g, conn = build([(C(1), E("Place of birth"), "mentions", 1.0),
+                     (C(2), E("Polish Wedding"), "mentions", 1.0),
+                     (C(3), E("Polish Wedding"), "mentions", 1.0),
+                     (C(4), E("hybrid search"), "mentions", 1.0)])
+    return g, NameIndex.build(conn, g, ["entity"], np.full(g.n, 1.0))
+
+
+def seeded(g: GraphIndex, index, query: str, weight: float) -> dict[str, float]:
+    return {g.keys[n]: w for n, w in index.match(query, 5, weight)}
+
+
+def test_a_name_written_as_a_common_noun_in_a_cased_query_seeds_weakly() -> None:
+    g, index = lowercase_index()
+    q = "What is the place of birth of the director of film Polish Wedding?"
+    assert seeded(g, index, q, 1.0) == {"place of birth": 1.0, "polish wedding": 1.0}
+    assert seeded(g, index, q, 0.1) == {"place of birth": pytest.approx(0.1),
+                                        "polish wedding": 1.0}
+    assert seeded(g, index, q, 0.0) == {"polish wedding": 1.0}  # dropped, its slot freed
+
+
+def test_lowercase_queries_and_written_names_are_left_alone() -> None:
+    g, index = lowercase_index()
+    # Typed in lower case throughout: the casing says nothing, nothing is damped.
+    assert seeded(g, index, "what is the place of birth of the director of polish wedding",
+                  0.1) == {"place of birth": 1.0, "polish wedding": 1.0}
+    # The name written as a name.
+    assert seeded(g, index, "Where is the Place of Birth page of Polish Wedding?", 0.1) == {
+        "place of birth": 1.0, "polish wedding": 1.0}
+    # Only the first word and "I" capitalised: no evidence of casing either.
+    assert seeded(g, index, "How do I use the place of birth field?", 0.1) == {
+        "place of birth": 1.0}
+    # A page whose own title is lower case is written as it is named.
+    assert seeded(g, index, "Does BM25 help hybrid search?", 0.1) == {"hybrid search": 1.0}

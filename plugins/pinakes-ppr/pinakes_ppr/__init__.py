@@ -175,6 +175,7 @@ class Settings:
     precision: str = "float32"  # the walk's dtype (ppr_precision)
     relation_weight: float = 20.0  # > 0: weigh mention edges by the query's relation (relations.py)
     relation_hops: int = 1  # ...only the mention edges of chunks this many hops from the seeds
+    lowercase_seed_weight: float = 0.1  # a name used as a common noun (NameIndex.match)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -216,6 +217,7 @@ class Settings:
             precision=precision,
             relation_weight=max(0.0, float(get("ppr_relation_weight"))),
             relation_hops=max(0, int(get("ppr_relation_hops"))),
+            lowercase_seed_weight=max(0.0, float(get("ppr_lowercase_seed_weight"))),
         )
 
 
@@ -674,22 +676,35 @@ class NameIndex:
 
     names: dict[tuple[str, ...], list[int]]  # token sequence -> node indices
     chunk_count: np.ndarray  # per node: chunks it connects to (>= 1)
+    cased: frozenset[tuple[str, ...]] = frozenset()  # names some label writes with a capital
 
     @classmethod
     def build(cls, conn: sqlite3.Connection, graph: GraphIndex, kinds: Sequence[str],
               chunk_count: np.ndarray) -> NameIndex:
         names: dict[tuple[str, ...], list[int]] = {}
+        cased: set[tuple[str, ...]] = set()
         for p, text in seed_kind_labels(conn, graph, kinds):
             toks = tokens(text)
             if toks and len(toks) <= MAX_NAME_TOKENS and not all(t in STOPWORDS for t in toks):
                 names.setdefault(toks, []).append(p)
-        return cls(names=names, chunk_count=chunk_count)
+                if text != text.lower():
+                    cased.add(toks)
+        return cls(names=names, chunk_count=chunk_count, cased=frozenset(cased))
 
-    def match(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """``(node, reset mass)`` of the at most ``limit`` most specific nodes the query names."""
+    def match(self, query: str, limit: int,
+              lowercase_weight: float = 1.0) -> list[tuple[int, float]]:
+        """``(node, reset mass)`` of the at most ``limit`` most specific nodes the query names.
+
+        ``lowercase_weight`` scales the mass of a name the query writes in lower case
+        although its label has capitals, when the query capitalises some other word
+        (past its first): it uses the name as a common noun ("the place of birth of"),
+        not the page's proper name. 0 drops such a seed. A query in lower case
+        throughout says nothing either way and is left alone.
+        """
         if limit <= 0 or not self.names:
             return []
         toks = tokens(query)
+        raw = _TOKEN_RE.findall(query.replace("’", "'"))
         found: list[tuple[int, int]] = []
         for i in range(len(toks)):
             for j in range(i + 1, min(len(toks), i + MAX_NAME_TOKENS) + 1):
@@ -698,9 +713,19 @@ class NameIndex:
         # Longest names only: drop a span strictly inside a longer named span.
         kept = [(i, j) for i, j in found
                 if not any(a <= i and j <= b and (b - a) > (j - i) for a, b in found)]
-        nodes = sorted({n for i, j in kept for n in self.names[toks[i:j]]},
+        scale: dict[int, float] = {}
+        for i, j in kept:
+            w = 1.0
+            if lowercase_weight != 1.0 and toks[i:j] in self.cased and \
+                    all(t == t.lower() for t in raw[i:j]) and \
+                    any(len(t) > 1 and t[0].isupper() for k, t in enumerate(raw)
+                        if k > 0 and not i <= k < j):
+                w = lowercase_weight
+            for n in self.names[toks[i:j]]:
+                scale[n] = max(scale.get(n, 0.0), w)
+        nodes = sorted((n for n, w in scale.items() if w > 0),
                        key=lambda n: (float(self.chunk_count[n]), n))[:limit]
-        return [(n, 1.0 / float(self.chunk_count[n])) for n in nodes]
+        return [(n, scale[n] / float(self.chunk_count[n])) for n in nodes]
 
 
 # --- the walk -----------------------------------------------------------------------
@@ -842,7 +867,8 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
     if conn is not None and settings.seeds > 0 and settings.seed_weight > 0:
         if settings.seed_match == "exact":
             names = op.name_index(conn, graph, settings.seed_kinds)
-            seeds = [(n, settings.seed_weight * w) for n, w in names.match(query, settings.seeds)]
+            seeds = [(n, settings.seed_weight * w)
+                     for n, w in names.match(query, settings.seeds, settings.lowercase_seed_weight)]
         else:
             index = op.seed_index(conn, graph, settings.seed_kinds)
             for phrase, score in index.match(query, settings.seeds, settings.seed_partial):
