@@ -670,7 +670,8 @@ class NameIndex:
     own: "Lothair" names someone else than "Lothair II". Names made only of
     stop words never seed. Each seed's reset mass is ``1 / chunks it connects
     to`` (HippoRAG's node specificity), and the most specific ``limit`` seeds
-    are kept. On 2Wiki this seeding reached multi-hop R@2/R@5 76.3/93.8 where
+    are kept; a name the query uses as a common noun weighs less (:meth:`match`).
+    On 2Wiki this seeding reached multi-hop R@2/R@5 76.3/93.8 where
     IDF-scored label matching reached 74.8/92.2 (docs/benchmarks.md).
     """
 
