@@ -67,13 +67,13 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     so nothing reached through it could enter the list. At the last depth that is
     exact; before it a skipped node also takes no edges a later node could use, so
     the list may differ from the unlimited walk's head. On the dev sets it did
-    not, and at 50k chunks the channel's work fell from 8.6 to 3.4 ms.
+    not, and at 50k chunks the channel's work fell from 8.6 to 3.1 ms.
 
     Each *round* expands a whole frontier (the nodes reached by the previous
     round at the same depth, or the next depth's) with array operations: one
     gather of every frontier node's CSR slice, one stable sort ranking each
-    node's chunk neighbours by cosine (the others are in weight order per generation), and the per-node budget taken with
-    segment counts. The result is the one a node-by-node walk in frontier
+    node's chunk neighbours by cosine (the others are in weight order per
+    generation), and the per-node budget taken with segment counts. The result is the one a node-by-node walk in frontier
     order gives (``tests/test_expand_vectorised.py`` checks it against that
     walk): an edge taken by an earlier node of the round is not offered to a
     later one, and a node's strength raised by an earlier node of the round is
@@ -137,9 +137,8 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
                 bound = _bound(tables, todo, last, strength, node_cos, cos_row, cos_max)
                 todo = todo[bound >= _floor(found, depth_of, strength, node_cos, cos_row, limit)]
             same, nxt = _round(graph, tables, todo, depth, last, fan_out, node_cos, cos_row,
-                               visited,
-                               depth_of, strength, up_from_own, own_doc, is_root, member,
-                               chunk_code, doc_code, vdeg)
+                               visited, depth_of, strength, up_from_own, own_doc, is_root,
+                               member, chunk_code, doc_code, vdeg)
             for new in (same, nxt):
                 new = new[graph.kind_code[new] == chunk_code]
                 reached_parts.append(new)
@@ -294,8 +293,8 @@ def _gather_ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, n
 
 def _round(graph: GraphIndex, t: _Tables, todo: np.ndarray, depth: int, last: bool, k: int,
            node_cos: np.ndarray, cos_row: np.ndarray, visited: np.ndarray,
-           depth_of: np.ndarray,
-           strength: np.ndarray, up_from_own: np.ndarray, own_doc: np.ndarray,
+           depth_of: np.ndarray, strength: np.ndarray, up_from_own: np.ndarray,
+           own_doc: np.ndarray,
            is_root: np.ndarray, member: int, chunk_code: int, doc_code: int,
            vdeg: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Expand the frontier ``todo`` (in order); returns the new nodes at this depth and the next.
