@@ -8,7 +8,6 @@ tests). Commands that take ``--kb`` accept a path or a registered name, and
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sqlite3
 import time
@@ -20,7 +19,7 @@ from typing import Any
 
 from .config import CONFIG_NAME, slugify, user_dir
 from .errors import ConfigError, KBNotFound, PinakesError, UnknownEmbedder
-from .fsutil import atomic_write, is_stray_temp
+from .fsutil import atomic_write, remove_stray_temps
 from .kb import KB
 from .search import SearchResult
 from .store import NotSynced
@@ -60,10 +59,7 @@ def _save(fleet: dict[str, Path]) -> None:
     path = registry_path()
     # No sync looks in the user folder: a registry write killed before its rename would
     # leave its temp file there for good, so the next write removes a dead writer's.
-    with contextlib.suppress(OSError):
-        for stray in path.parent.glob(f".{path.name}.*.tmp"):
-            if is_stray_temp(stray.name):
-                stray.unlink()
+    remove_stray_temps(path)
     atomic_write(path, "\n".join(lines))
 
 

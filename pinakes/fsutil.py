@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -71,6 +72,21 @@ def is_stray_temp(name: str) -> bool:
     except OSError:
         return False
     return False
+
+
+def remove_stray_temps(path: Path) -> None:
+    """Remove dead writers' temp files of ``path`` (beside it), for files no sync sweeps.
+
+    The KB walk removes those it meets; a file outside it (the fleet registry in the
+    user folder, a cache in ``.pinakes/``) is cleaned by its next writer instead.
+    """
+    try:
+        for stray in path.parent.glob(f".{path.name}.*.tmp"):
+            if is_stray_temp(stray.name):
+                with contextlib.suppress(OSError):
+                    stray.unlink()
+    except OSError:
+        pass
 
 
 def stray_temps_under(root: Path, folder: str) -> list[tuple[str, str]]:

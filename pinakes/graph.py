@@ -20,7 +20,6 @@ import json
 import os
 import sqlite3
 import tempfile
-import time
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .fsutil import remove_stray_temps
 
 GRAPH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -516,13 +517,11 @@ def _write_cache(path: Path, key: str, graph: GraphIndex) -> None:
     if any("\0" in t for t in texts):
         return
     arrays = {name: getattr(graph, name) for name in _ARRAYS}
+    remove_stray_temps(path)  # left by a reader killed while writing
     try:
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            # A reader killed while writing left this; an hour is far longer than a write.
-            with contextlib.suppress(OSError):
-                if time.time() - stale.stat().st_mtime > 3600:
-                    stale.unlink()
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # Named like atomic_write's temps (the writer's pid), so is_stray_temp knows them.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                                   dir=path.parent)
     except OSError:
         return
     try:

@@ -203,10 +203,13 @@ def _settle_before_rebuild(kb: KB, progress: ProgressFn | None) -> SyncReport | 
 
 def _merge_settled(report: SyncReport, settled: SyncReport) -> None:
     """Carry what the settling sync did into the rebuild's report (once each)."""
-    report.renamed = settled.renamed + [r for r in report.renamed if r not in settled.renamed]
-    report.sidecars_created = settled.sidecars_created + [
-        s for s in report.sidecars_created if s not in settled.sidecars_created]
-    report.problems = settled.problems + [p for p in report.problems if p not in settled.problems]
+
+    def once(first: list[Any], then: list[Any]) -> list[Any]:
+        return first + [x for x in then if x not in first]
+
+    report.renamed = once(settled.renamed, report.renamed)
+    report.sidecars_created = once(settled.sidecars_created, report.sidecars_created)
+    report.problems = once(settled.problems, report.problems)
 
 
 def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:

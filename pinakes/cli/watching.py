@@ -66,16 +66,15 @@ def serve_watcher(kbs: Sequence[KB], after_sync: Callable[[Any], None] | None = 
         own.append(mine)
 
     def on_sync(kb: KB, report: SyncReport | None, error: str | None) -> None:
+        changed = report is not None and bool(report.generation) and bool(
+            report.added or report.changed or report.removed or report.renamed or report.rebuilt)
         if report is None:
             click.echo(f"pnk serve: {kb.name}: sync failed: {error}", err=True)
-        elif report.generation and (report.added or report.changed or report.removed
-                                    or report.renamed or report.rebuilt):
+        elif changed:
             click.echo(f"pnk serve: {kb.name}: {report.summary()}", err=True)
         for problem in report.problems if report is not None else ():
             click.echo(f"pnk serve: {kb.name}: problem: {problem}", err=True)
-        if (after_sync is not None and report is not None and report.generation
-                and (report.added or report.changed or report.removed or report.renamed
-                     or report.rebuilt)):
+        if changed and after_sync is not None:
             after_sync(kb.root)
 
     def on_gone(kb: KB, message: str) -> None:

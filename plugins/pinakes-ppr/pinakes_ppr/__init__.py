@@ -704,8 +704,8 @@ class NameIndex:
         """
         if limit <= 0 or not self.names:
             return []
-        toks = tokens(query)
-        raw = _TOKEN_RE.findall(query.replace("’", "'"))
+        raw = _TOKEN_RE.findall(query.replace("’", "'"))  # as written: casing is read below
+        toks = tuple(t.lower() for t in raw)  # what tokens(query) gives
         found: list[tuple[int, int]] = []
         for i in range(len(toks)):
             for j in range(i + 1, min(len(toks), i + MAX_NAME_TOKENS) + 1):
