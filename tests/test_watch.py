@@ -245,7 +245,10 @@ def test_kb_folder_moved_away_stops_the_watch(watched, tmp_path) -> None:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMPDIR", "PINAKES_LOAD_PLUGINS")}
+    # PINAKES_CACHE_DIR: the suite's own embedding cache (conftest), never the user's, which
+    # another process (a second test run, a sync) may hold locked for seconds at a time.
+    keep = ("HOME", "PATH", "TMPDIR", "PINAKES_LOAD_PLUGINS", "PINAKES_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if k in keep}
     env["PINAKES_USER_PATH"] = os.environ["PINAKES_USER_PATH"]
     return env
 
