@@ -120,7 +120,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # documents lift the documents they link to or name, by how well the link's context
         # fits the question, damped by both ends' degree, gated by the lifted document's own
         # cosine; never above the document that lifted it. 0 switches bridges off.
-        "ppr_bridge_weight": 6.0,
+        "ppr_bridge_weight": 12.0,
         "ppr_bridge_roots": 3,
         "ppr_bridge_temperature": 0.12,
         "ppr_bridge_degree_power": 0.5,

@@ -18,11 +18,12 @@ or by naming B's title (a title mention, from the mentions plugin's tables):
     lift(B) = weight × Σ_A share(A) × kind × fit(A, B) / (deg A × deg B) ** (power / 2) × gate(B)
 
 * ``share(A)``: A's score over the top score: a weak root passes little;
-* ``fit(A, B)``: how much of the question the *link's context* holds (the
-  sentence around the link, its label and the heading above it; for a title
-  mention, the words next to the name): the IDF share of the question's stems
-  found there, IDF over every context in the KB (``ppr_bridge_context_floor``
-  is the share a link with no matching context still counts). This is the
+* ``fit(A, B)``: how much of what the question asks *beyond A* the link's
+  context holds (the sentence around the link, its label and the heading
+  above it; for a title mention, the words next to the name): the IDF share
+  of the question's stems, less the stems of A's own title, found there (IDF
+  over chunks, the lexical stage's; ``ppr_bridge_context_floor`` is the share
+  a link with no matching context still counts). This is the
   relation the question asks about, read off the link: "which editor do I write
   LaTeX in" follows "I write LaTeX in [Sublime Text](...)" and not the LaTeX
   note's list of bookmarks;
@@ -36,8 +37,10 @@ or by naming B's title (a title mention, from the mentions plugin's tables):
 
 The lift is added to B's best chunk on the base ranking's own scale, and two
 rules keep the ranking's head: a root lifts only documents ranked below it,
-and no lift takes B above the best root that lifted it (the second hop comes
-right after the first, never before it). A question whose roots link nowhere
+and no lift takes B above ``cap`` (0.9) times the best root that lifted it (the
+second hop comes after the first, never before it, and below documents nearly
+as good as the first); two lifts that both reach that ceiling keep the order
+of their evidence. A question whose roots link nowhere
 that fits is left exactly as the hybrid ranked it.
 
 Everything per graph generation (the document adjacency, the contexts and
@@ -47,7 +50,6 @@ their IDF) is built once and cached on the graph index, like the operator.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 import weakref
@@ -318,7 +320,7 @@ def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[
 class BridgeSettings:
     """``ppr_bridge_*`` in ``[retrieval]`` (defaults in pinakes/config.py)."""
 
-    weight: float = 6.0
+    weight: float = 12.0
     roots: int = 3
     temperature: float = 0.12
     degree_power: float = 0.5
@@ -367,6 +369,21 @@ def context_stems(text: str) -> set[str]:
     return out
 
 
+def _titles(conn: sqlite3.Connection, dg: DocGraph, rows: Sequence[int]) -> dict[int, str]:
+    """Titles of some document rows."""
+    keys = {int(dg.doc_key[r]): r for r in rows}
+    if not keys:
+        return {}
+    return {keys[int(d)]: t for d, t in conn.execute(
+        f"SELECT doc, title FROM documents WHERE doc IN ({_marks(list(keys))})", list(keys))}
+
+
+def _without(weights: dict[str, float], title: str) -> dict[str, float]:
+    """``weights`` without the stems of ``title``."""
+    named = context_stems(title)
+    return {s: w for s, w in weights.items() if s not in named}
+
+
 def context_fit(context: str, weights: dict[str, float]) -> tuple[float, list[str]]:
     """The IDF share of the question's stems that ``context`` holds, and which they are."""
     mass = sum(weights.values())
@@ -413,13 +430,17 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
         return list(base), []
     weights = query_weights(terms)
     contexts = pair_contexts(conn, dg, [(a, b) for a, b, _ in cand]) if weights else {}
+    # What the question asks *beyond* the root: the root's own title says which note the
+    # question describes, not which of its links it follows (as the walk's relation
+    # weights leave the seeds' names out, relations.py).
+    asked = {a: _without(weights, title) for a, title in _titles(conn, dg, [a for a, _ in roots]).items()}
     gained: dict[int, float] = {}
     cap: dict[int, float] = {}
     via: dict[int, list[dict[str, Any]]] = {}
     share_of = {a: sc / top for a, (_c, sc) in roots}
     chunk_of = dict(roots)
     for a, b, e in cand:
-        raw_fit, found = context_fit(contexts.get((a, b), ""), weights)
+        raw_fit, found = context_fit(contexts.get((a, b), ""), asked.get(a, weights))
         fit = settings.context_floor + (1.0 - settings.context_floor) * min(raw_fit, 1.0)
         if fit <= 0:
             continue
@@ -447,8 +468,8 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
         gates = _gate(node_cos[nodes], cos_top, settings)
         chunks = graph.chunk_of[nodes]
         before = np.array([scores.get(int(c), 0.0) for c in chunks])
-        ceiling = math.nextafter(cap[b] * settings.cap, -math.inf)  # below the root that lifted B
-        after = np.maximum(before, np.minimum(before + settings.weight * top * g * gates, ceiling))
+        raw = before + settings.weight * top * g * gates
+        after = np.maximum(before, _below(raw, cap[b] * settings.cap))
         i = int(np.argmax(after))
         if after[i] > before[i]:
             chunk = int(chunks[i])
@@ -458,6 +479,21 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
     if not lifts:
         return list(base), []
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])), lifts
+
+
+def _below(raw: np.ndarray, ceiling: float) -> np.ndarray:
+    """``raw`` kept under ``ceiling``, still in order: two lifts past the ceiling do not tie.
+
+    Unchanged up to 0.1% below the ceiling; past that, squeezed into the last
+    0.1% (monotone, never reaching it), so the stronger of two capped lifts stays
+    ahead of the weaker one and both stay below the root that lifted them.
+    """
+    knee = ceiling * (1.0 - 1e-3)
+    span = ceiling - knee
+    over = np.maximum(raw - knee, 0.0)
+    squeezed = knee + np.divide(span * over, over + span, out=np.zeros_like(over),
+                                where=(over + span) > 0)
+    return np.where(raw <= knee, raw, squeezed)
 
 
 def _gate(cos: np.ndarray, top: float, settings: BridgeSettings) -> np.ndarray:
