@@ -59,7 +59,7 @@ def _files() -> dict[str, str]:
 
 def _golden(simple: int = 12, multi: int = 12) -> str:
     lines = ["version: 1", "questions:"]
-    for i, (shop, makes, master, _born, _detail) in enumerate(WORKSHOPS[:simple], 1):
+    for i, (shop, *_rest) in enumerate(WORKSHOPS[:simple], 1):
         lines += [f"  - id: s{i:02d}", f"    question: What does {shop} make?", "    class: simple",
                   f"    documents: [workshops/{_slug(shop)}.md]"]
     for i, (shop, _makes, master, _born, _detail) in enumerate(WORKSHOPS[:multi], 1):

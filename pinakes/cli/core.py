@@ -107,6 +107,10 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
     fresh id; a document moved without its sidecar (git mv, mv) takes its old
     one along and keeps its id. Problems (malformed files, links out of the
     KB, ...) are listed and never stop the rest of the KB from syncing.
+
+    With graph_channel = "auto" and a golden set (golden/questions.yaml), the
+    sync then measures which graph channel the set's own gate supports, when
+    that verdict is missing or out of date (seconds; docs/configuration.md).
     """
     kb = open_kb(kb_path)
     if watch:
@@ -160,7 +164,11 @@ def _human_bytes(n: int) -> str:
 @kb_option
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
-    """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    """Documents, chunks, vectors, store size, last sync, schema, embedder, graph channel.
+
+    The channel row says which graph channel searches use and why (the KB's
+    own golden-set verdict under graph_channel = "auto", and how current it is).
+    """
     from ..channel_choice import describe as channel_state
     from ..embcache import describe
 
