@@ -234,6 +234,8 @@ def out_of_date(kb: KB, verdict: Mapping[str, Any] | None, candidate: str,
         return "the index was rebuilt"
     if verdict.get("outcome") == "too-few":
         return None  # counted, not measured: only the golden set can change it
+    if verdict.get("outcome") == "error" and verdict.get("generation") != store.generation:
+        return "the index changed since the golden set could not be used"  # a missing note added?
     moved = drift(kb, verdict)
     if moved is None:
         return "the documents it was measured on are unknown"
@@ -346,13 +348,19 @@ def record_eval_run(kb: KB, run: Any, counts: Mapping[str, int]) -> dict[str, An
     cand = next((r for r in plain.values() if r.setting.channel == candidate), None)
     if base is None or cand is None:
         return None
+    return _record_runs(kb, candidate, installed, base, cand, run.gates, counts, "pnk eval", run.seconds)
+
+
+def _record_runs(kb: KB, candidate: str, installed: Mapping[str, Any], base: Any, cand: Any,
+                 gates: Any, counts: Mapping[str, int], by: str, seconds: float) -> dict[str, Any]:
+    """Decide from one eval's ``off`` and candidate runs, and record the verdict."""
     metrics = {"off": {"all": base.metrics["all"], **base.metrics["by_class"]},
                candidate: {"all": cand.metrics["all"], **cand.metrics["by_class"]}}
-    gate = next((g for g in run.gates if g.setting == cand.setting.name
+    gate = next((g for g in gates if g.setting == cand.setting.name
                  and g.gate.endswith("default-on")), None)
     decided = verdict_from_metrics(candidate, counts, metrics, gate)
-    return record(kb, candidate, installed, decided, counts=counts, by="pnk eval",
-                  seconds=run.seconds, numbers=_numbers(metrics, candidate))
+    return record(kb, candidate, installed, decided, counts=counts, by=by, seconds=seconds,
+                  numbers=_numbers(metrics, candidate))
 
 
 def measure(kb: KB, candidate: str, installed: Mapping[str, Any],
@@ -393,18 +401,8 @@ def measure(kb: KB, candidate: str, installed: Mapping[str, Any],
                    "reason": f"{candidate}: the global default (the golden set cannot be used: {first})"}
         return record(kb, candidate, installed, decided, counts=counts, by="pnk sync",
                       seconds=time.perf_counter() - started)
-    return _record_run(kb, candidate, installed, run, counts, started)
-
-
-def _record_run(kb: KB, candidate: str, installed: Mapping[str, Any], run: Any,
-                counts: Mapping[str, int], started: float) -> dict[str, Any]:
-    base, cand = run.runs[0], run.runs[1]
-    metrics = {"off": {"all": base.metrics["all"], **base.metrics["by_class"]},
-               candidate: {"all": cand.metrics["all"], **cand.metrics["by_class"]}}
-    gate = next((g for g in run.gates if g.setting == candidate), None)
-    decided = verdict_from_metrics(candidate, counts, metrics, gate)
-    return record(kb, candidate, installed, decided, counts=counts, by="pnk sync",
-                  seconds=time.perf_counter() - started, numbers=_numbers(metrics, candidate))
+    return _record_runs(kb, candidate, installed, run.runs[0], run.runs[1], run.gates, counts,
+                        "pnk sync", time.perf_counter() - started)
 
 
 def refresh(kb: KB, progress: Callable[[int, int], None] | None = None,

@@ -287,6 +287,12 @@ def test_a_broken_golden_set_does_not_fail_the_sync(town, install) -> None:
     assert report.generation >= 1 and report.channel["channel"] == "harmful"
     assert report.channel["reason"].startswith("harmful: the global default (the golden set cannot be used:")
     assert "no-such-note.md" in report.channel["reason"]
+    assert kb.sync().channel["checked"] is False  # nothing changed: not tried again
+    (kb.root / "workshops" / "no-such-note.md").write_text("# A new note\n\nIt exists now.\n",
+                                                          encoding="utf-8")
+    check = kb.sync().channel  # the note the set names is there now: measured for real
+    assert check["checked"] and check["why"] == "the index changed since the golden set could not be used"
+    assert check["channel"] == "off" and "fails the harmful gate" in check["reason"]
 
 
 def test_pnk_eval_on_the_kbs_own_golden_set_records_its_verdict(town, install) -> None:
