@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .channel_choice import channel_in_force
 from .config import GRAPH_FUSIONS
 from .errors import QueryError
 from .fsutil import matches_any
@@ -77,6 +78,8 @@ class SearchResult:
     #: What the question is about and asks, and which asked words no top hit holds
     #: (``pinakes.support.Support.to_dict``); None when the search is uncalibrated.
     support: dict[str, Any] | None = None
+    #: Why this channel, in one line starting with it (pinakes.channel_choice).
+    channel_reason: str = ""
 
     @property
     def notice(self) -> str | None:
@@ -94,6 +97,7 @@ class SearchResult:
             "query": self.query,
             "kb": self.kb,
             "channel": self.channel,
+            "channel_reason": self.channel_reason,
             "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
@@ -303,7 +307,8 @@ def hybrid_search(
     requested = channel if channel is not None else str(cfg["graph_channel"])
     # One collection of the channel table per search ("auto" reads the same), none when off.
     installed = kb.graph_channels() if requested not in ("", "off", "none") else {}
-    channel_name = kb.channel_name(requested, installed)
+    # Which channel, and why (auto: this KB's golden-set verdict, read from a cached file).
+    channel_name, channel_reason = channel_in_force(kb, channel, installed)
     graph = None
     if channel_name not in ("", "off", "none"):
         if channel_name not in installed:
@@ -500,7 +505,7 @@ def hybrid_search(
     reason = support.reason() if abstained and support is not None else None
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings,
-                        embedding=embedding, reason=reason,
+                        embedding=embedding, channel_reason=channel_reason, reason=reason,
                         support=support.to_dict() if support is not None else None)
 
 
