@@ -187,13 +187,13 @@ def test_only_what_can_change_is_resolved_again(make_kb, monkeypatch) -> None:
     kb = make_kb(files)
     kb.sync()
     calls: list[int] = []
-    real = links_mod.Resolver.resolve
+    real = links_mod.Resolver.answers
 
     def counting(self, items):
         calls.append(len(items))
         return real(self, items)
 
-    monkeypatch.setattr(links_mod.Resolver, "resolve", counting)
+    monkeypatch.setattr(links_mod.Resolver, "answers", counting)
     kb.sync()
     assert calls == []  # a no-op sync does no link work
     (kb.root / "n5.md").write_text("# N5\n\n[next](n6.md) and more words [[N7]] [gone](nope5.md)\n")
