@@ -532,15 +532,13 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
 
     Only what can have changed is resolved again: the inserted documents'
     links, links that pointed at a removed, renamed or re-identified document,
-    title links matching a new title, ambiguous ones, and, when documents
-    appeared, vanished or changed identity, the unresolved ones. A sync that
-    changed nothing calls this with nothing and it costs nothing.
+    and links asking for a name (a path, file name, title, alias, date, id or
+    ULID) that a document gained or lost. A sync that changed nothing calls this
+    with nothing and it costs nothing; a new note costs the links that name it,
+    not every unresolved link of the KB.
     """
     if not inserted and not removed:
         return set()
-    structural = bool(removed) or any(
-        key not in previous or previous[key] != (doc.ulid, doc.rel) for key, doc in inserted
-    )
     gone = {ulid for _, ulid in removed} | {ulid for ulid, _ in previous.values()}
     stale = sorted({key for key, _ in inserted} | {key for key, _ in removed})
     old_names: dict[int, set[str]] = {}
@@ -559,6 +557,8 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
         names = doc_names(doc.rel, doc.title, doc.parsed.front_matter)
         name_rows += [(doc_key, name, tier) for name, tier in names]
         touched |= {name for name, _ in names} ^ old_names.get(doc_key, set())
+        if previous.get(doc_key, ("",))[0] != doc.ulid:
+            touched.add(_ULID_KEY + doc.ulid)  # pnk:// links to a new identity
     for doc_key, _ in removed:
         touched |= old_names.get(doc_key, set())
     conn.executemany("INSERT INTO link_names(doc, name, tier) VALUES (?,?,?)", name_rows)
@@ -570,13 +570,8 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     for chunk in _chunks(sorted(touched)):
         marks = ",".join("?" * len(chunk))
         ids.update(r[0] for r in conn.execute(
-            f"SELECT id FROM links WHERE fkey IN ({marks}) OR falt IN ({marks})", chunk + chunk))
-    if inserted:
-        ids.update(r[0] for r in conn.execute(
-            "SELECT id FROM links WHERE dst_ulid IS NULL AND reason = 'ambiguous-title'"))
-    if structural:
-        ids.update(r[0] for r in conn.execute(
-            "SELECT id FROM links WHERE dst_ulid IS NULL AND kind != 'kb'"))
+            f"SELECT id FROM links WHERE fkey IN ({marks}) OR falt IN ({marks}) OR fday IN ({marks})",
+            chunk * 3))
     resolver = Resolver(conn, root)
     # The new rows, resolved before they are written (one executemany).
     fresh: list[tuple[int, LinkRow]] = [
@@ -588,9 +583,9 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     answers = resolver.answers([(r.target.kind, r.target.key, paths[k], r.target.alt)
                                 for k, r in fresh]) if fresh else []
     conn.executemany(
-        "INSERT INTO links(src_doc, origin, raw, kind, key, alt, fkey, falt, rel, note, provenance,"
-        " line, form, label, context, chunk, dst_ulid, reason)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO links(src_doc, origin, raw, kind, key, alt, fkey, falt, fday, rel, note,"
+        " provenance, line, form, label, context, chunk, dst_ulid, reason)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [(k, r.origin, r.raw, r.target.kind, r.target.key, r.target.alt, *_folded_keys(r.target),
           r.rel, r.note, r.provenance, r.line, r.form, r.raw if a.flipped else r.label, r.context,
           r.chunk, a.ulid, a.reason) for (k, r), a in zip(fresh, answers, strict=True)],
@@ -610,14 +605,28 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     return {t[4] for t, a in zip(todo, results, strict=True) if t[5] != a.ulid}
 
 
-def _folded_keys(target: Target) -> tuple[str, str]:
-    """The folded names a target looks up (``fkey``, ``falt``): when a document gains or
-    loses one of them, the link is resolved again."""
+_ULID_KEY = "ulid:"
+
+
+def _folded_keys(target: Target) -> tuple[str, str, str]:
+    """The folded names a target looks up (``fkey``, ``falt``, ``fday``): when a document
+    gains or loses one of them, the link is resolved again.
+
+    ``fday`` is a journal date or note id the name also reads as (``date:2023-03-14``,
+    ``id:202301011200``); a ``pnk://`` link looks up ``ulid:<ULID>``.
+    """
     if target.kind in ("wiki", "tag"):
-        return lookup_name(target.key), lookup_name(target.alt.partition("#")[0]) if target.alt else ""
+        alt = target.alt.partition("#")[0]
+        day = ""
+        for part in (target.key, alt):
+            note = split_vault(part)[1].strip()
+            day = day or date_key(note) or (zettel_id(note) if note.isdigit() else "")
+        return lookup_name(target.key), lookup_name(alt) if alt else "", day
     if target.kind in ("path", "guess"):
-        return fold(strip_suffix(target.key)), lookup_name(target.alt) if target.alt else ""
-    return "", ""
+        return fold(strip_suffix(target.key)), lookup_name(target.alt) if target.alt else "", ""
+    if target.kind == "id":
+        return _ULID_KEY + target.key, "", ""
+    return "", "", ""
 
 
 def _label(kind: str, alt: str, raw: str, label: str, flipped: bool) -> str:

@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
     alt TEXT NOT NULL DEFAULT '',       -- a second reading: [[a|b]]'s b, a path as written
     fkey TEXT NOT NULL DEFAULT '',      -- folded name `key` looks up (re-resolved when it changes)
     falt TEXT NOT NULL DEFAULT '',      -- folded name `alt` looks up
+    fday TEXT NOT NULL DEFAULT '',      -- the journal date / note id it reads as (date:..., id:...)
     rel TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '',
     provenance TEXT NOT NULL DEFAULT '', -- a sidecar link's `origin:` (e.g. deep)
@@ -101,6 +102,7 @@ CREATE INDEX IF NOT EXISTS links_src ON links(src_doc);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
 CREATE INDEX IF NOT EXISTS links_fkey ON links(fkey);
 CREATE INDEX IF NOT EXISTS links_falt ON links(falt);
+CREATE INDEX IF NOT EXISTS links_fday ON links(fday);
 CREATE TABLE IF NOT EXISTS link_names (  -- the names a document answers to (pinakes/dialects.py)
     doc INTEGER NOT NULL,               -- documents.doc
     name TEXT NOT NULL,                 -- folded: a path, file name, title, alias, date:..., id:...

@@ -350,3 +350,20 @@ def test_bad_input_is_safe(make_kb, tmp_path) -> None:
     assert kb.doctor()["ok"]
     shutil.rmtree(kb.root / ".pinakes")
     assert not kb.sync().problems  # a rebuild reads the same junk the same way
+
+
+def test_date_id_and_ulid_links_resolve_when_their_note_appears(make_kb) -> None:
+    """A new note re-resolves only the links naming it, including by date, note id or ULID."""
+    ulid = "01JDQ5S8Z6W3K1V9XQ2M4B7N9Z"
+    kb = make_kb({"a.md": f"# A\n\n[[Jan 2nd, 2024]], [[202401021200]], <pnk://{ulid}>, [[Other]]\n"})
+    kb.sync()
+    assert [dst for _, _, dst in links_of(kb, "a.md")] == [
+        "missing-file", "missing-file", "unknown-id", "missing-file"]
+    (kb.root / "journals").mkdir()
+    (kb.root / "journals" / "2024_01_02.md").write_text("- a day\n", "utf-8")
+    (kb.root / "202401021200 Idea.md").write_text("# Idea\n\nsmall\n", "utf-8")
+    (kb.root / "c.md").write_text("# C\n\nc\n", "utf-8")
+    (kb.root / "c.pnk.yaml").write_text(f"id: {ulid}\ntitle: C\n", "utf-8")
+    kb.sync()
+    assert [dst for _, _, dst in links_of(kb, "a.md")] == [
+        "journals/2024_01_02.md", "202401021200 Idea.md", "c.md", "missing-file"]
