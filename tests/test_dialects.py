@@ -15,7 +15,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from pinakes.cli import cli
-from pinakes.links import authored_links, link_contexts
+from pinakes.graph import load_doc_views
+from pinakes.links import link_contexts
 
 FIXTURES = Path(__file__).parent / "dialects"
 
@@ -261,7 +262,7 @@ def test_link_context_is_recorded_for_the_graph(make_kb) -> None:
     with kb.reader().snapshot() as conn:
         home = conn.execute("SELECT doc FROM documents WHERE path = 'Home.md'").fetchone()[0]
         sour = conn.execute("SELECT doc FROM documents WHERE path = 'Baking/Sourdough.md'").fetchone()[0]
-        found = authored_links(conn, home)
+        found = load_doc_views(conn, [home])[0].authored_links(conn)
         to_sour = [a for a in found if a.dst == sour]
         assert [(a.label, a.form, a.heading_path) for a in to_sour] == [
             ("Sourdough", "wikilink", ("Home", "Plan")),

@@ -34,7 +34,6 @@ from posixpath import dirname
 from pinakes import hookimpl
 from pinakes.dialects import hierarchy_parent, parent_path, strip_suffix
 from pinakes.graph import Changes, DocView, Edge, Node, chunk_node, doc_node
-from pinakes.links import authored_links
 
 __version__ = "0.1.0"
 
@@ -146,10 +145,10 @@ def _authored(doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
     Body links of a ``[kb] no_link_hub`` page (a change log) are skipped: that
     page mentions everything it touched, and as edges it would join every
     document to every other one through itself. Each link's label and context
-    (``pinakes.links.authored_links``) are there for relation-aware weighting.
+    (``DocView.authored_links``) are there for relation-aware weighting.
     """
     try:
-        found = authored_links(conn, doc.key)
+        found = doc.authored_links(conn)
     except sqlite3.OperationalError:
         return  # no links table in this store
     seen: set[int] = set()
