@@ -466,8 +466,9 @@ def _page_properties(lines: list[str], structure: _Structure
     lines of ``alias::``: a ``[[name]]`` there names this page, it links nowhere.
     """
     first = next((b for b in structure.blocks if b.start >= structure.body_start), None)
-    if first is None or first.kind not in ("text", "list"):
-        return {}, [], set()
+    heading = structure.heading_spans[0].start if structure.heading_spans else len(lines)
+    if first is None or first.kind not in ("text", "list") or first.start > heading:
+        return {}, [], set()  # page properties come first, before any heading
     props: dict[str, Any] = {}
     links: list[Link] = []
     own: set[int] = set()

@@ -368,3 +368,15 @@ def test_date_id_and_ulid_links_resolve_when_their_note_appears(make_kb) -> None
     kb.sync()
     assert [dst for _, _, dst in links_of(kb, "a.md")] == [
         "journals/2024_01_02.md", "202401021200 Idea.md", "c.md", "missing-file"]
+
+
+def test_page_properties_are_only_the_first_block_before_any_heading() -> None:
+    from pinakes.markdown import parse_markdown
+
+    page = parse_markdown("title:: Moons\nalias:: satellites\ntags:: sky\n\n- Io [[Jupiter]]\n")
+    assert page.front_matter == {"title": "Moons", "alias": ["satellites"], "tags": ["sky"]}
+    assert page.title == "Moons"
+    # Inline fields further down, or under a heading, are text; YAML front matter wins.
+    for text in ("# Moons\n\nstatus:: done\n", "- Io\n\nstatus:: done\n",
+                 "---\ntitle: Y\n---\nstatus:: done\n"):
+        assert "status" not in parse_markdown(text).front_matter, text
