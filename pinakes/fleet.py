@@ -258,9 +258,18 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     return FleetResult(
         query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
+        channel_reason=_channel_reasons(results),
         timings_ms={"total": (time.perf_counter() - started) * 1000},
         skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
+
+
+def _channel_reasons(results: Sequence[Any]) -> str:
+    """One reason when every KB searched with the same channel for the same reason, else each KB's."""
+    reasons = {r.channel_reason for r in results}
+    if len(reasons) == 1:
+        return reasons.pop()
+    return "; ".join(f"{r.kb}: {r.channel_reason}" for r in results)
 
 
 def describe() -> list[dict[str, object]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .channel_choice import channel_in_force
 from .config import GRAPH_FUSIONS
 from .errors import QueryError
 from .fsutil import matches_any
@@ -72,6 +73,8 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: While a sync is still embedding: {"embedded": n, "total": m, "lexical_only": bool}.
     embedding: dict[str, Any] | None = None
+    #: Why this channel, in one line starting with it (pinakes.channel_choice).
+    channel_reason: str = ""
 
     @property
     def notice(self) -> str | None:
@@ -89,6 +92,7 @@ class SearchResult:
             "query": self.query,
             "kb": self.kb,
             "channel": self.channel,
+            "channel_reason": self.channel_reason,
             "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
@@ -293,7 +297,8 @@ def hybrid_search(
     requested = channel if channel is not None else str(cfg["graph_channel"])
     # One collection of the channel table per search ("auto" reads the same), none when off.
     installed = kb.graph_channels() if requested not in ("", "off", "none") else {}
-    channel_name = kb.channel_name(requested, installed)
+    # Which channel, and why (auto: this KB's golden-set verdict, read from a cached file).
+    channel_name, channel_reason = channel_in_force(kb, channel, installed)
     graph = None
     if channel_name not in ("", "off", "none"):
         if channel_name not in installed:
@@ -487,7 +492,7 @@ def hybrid_search(
     abstained = confidence is not None and confidence < abstain_below
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings,
-                        embedding=embedding)
+                        embedding=embedding, channel_reason=channel_reason)
 
 
 def _embedding_progress(store: Any, held: int) -> dict[str, Any] | None:
