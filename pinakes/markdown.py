@@ -502,8 +502,8 @@ def _front_matter_links(front_matter: dict[str, Any], raw: str) -> list[Link]:
     links: list[Link] = []
     values: list[str] = []
     for key, value in front_matter.items():
-        if key in ("title",):
-            continue
+        if key in ("title", "alias", "aliases"):
+            continue  # names of this note, not links from it
         if isinstance(value, str):
             values.append(value)
         elif isinstance(value, list):

@@ -63,7 +63,7 @@ def test_obsidian_links_resolve_like_obsidian(make_kb) -> None:
         ("Sourdough.md", "markdown", "Baking/Sourdough.md"),
         ("Sourdough", "wikilink-alias", "Baking/Sourdough.md"),
     ]
-    # A wikilink as a front-matter value (an Obsidian property) is a link too.
+    # A wikilink as a front-matter value (an Obsidian property) is a link too (not under aliases:).
     assert links_of(kb, "Baking/Starter Care.md") == [
         ("Flour Types", "property", "Reference/Flour Types.md")]
 
