@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinakes_mentions.deriver import prose_share
-from pinakes_ppr.bridges import _paragraph_at, _sentence_at, context_fit
+from pinakes_ppr.bridges import context_fit
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hobby-vault"
 
@@ -133,13 +133,7 @@ def test_a_bridged_note_stays_below_the_note_that_lifted_it(make_kb, vault_files
         assert order.index(first) < order.index(second), (question, order)
 
 
-def test_context_helpers() -> None:
-    lines = ["We walked at dawn and spent an afternoon at a tea", "house in Uji, where she showed "
-             "us how to prepare [[Matcha]] properly. I bought a", "whisk.", "", "- another item"]
-    para = _paragraph_at(lines, 1)
-    assert para.startswith("We walked") and para.endswith("whisk.")
-    assert _sentence_at(para, "[[Matcha]]").startswith("We walked")
-    assert "bought" not in _sentence_at(para, "[[Matcha]]")
+def test_context_fit() -> None:
     fit, found = context_fit("how to prepare matcha at a tea house", {"tea": 2.0, "whisk": 2.0})
     assert fit == 0.5 and found == ["tea"]
     assert context_fit("", {"tea": 1.0}) == (0.0, [])

@@ -65,8 +65,6 @@ from pinakes.graph import GraphIndex
 LINK_KIND = "link"
 MENTION_KIND = "mention"
 
-_ITEM = re.compile(r"\s*(?:[-*+]|\d+[.)])\s")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[\(\"'*_])")
 
 
 @dataclass(eq=False)
@@ -230,78 +228,47 @@ def doc_graph(conn: sqlite3.Connection, graph: GraphIndex) -> DocGraph:
     return found
 
 
-def _paragraph_at(lines: list[str], i: int) -> str:
-    """The paragraph (or list item) holding line ``i``, hard line breaks joined."""
-    if not 0 <= i < len(lines):
-        return ""
-    lo = i
-    while lo > 0 and lines[lo - 1].strip() and not _ITEM.match(lines[lo]):
-        lo -= 1
-    hi = i
-    while hi + 1 < len(lines) and lines[hi + 1].strip() and not _ITEM.match(lines[hi + 1]):
-        hi += 1
-    return " ".join(x.strip() for x in lines[lo:hi + 1])
-
-
-def _sentence_at(text: str, needle: str) -> str:
-    """The sentence of ``text`` that holds ``needle``, else the whole text."""
-    at = text.find(needle) if needle else -1
-    if at < 0:
-        return text
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if m.start() >= at:
-            return text[start:m.start()]
-        start = m.end()
-    return text[start:]
-
-
 def _marks(items: Sequence[Any]) -> str:
     return ",".join("?" * len(items))
 
 
 def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[int, int]],
                   ) -> dict[tuple[int, int], str]:
-    """The words that join each ``(a, b)`` (rows): link sentences and mention contexts, both ways.
+    """The words that join each ``(a, b)`` (rows): what their links and mentions say, both ways.
 
-    A body link's context is the sentence around it (its paragraph or list
-    item, hard line breaks joined) and the heading path of its section; a
-    sidecar link's is its ``rel`` and ``note``; a title mention's, the words
-    next to the name (the mentions plugin's ``entity_context``). Read per
-    query for the few pairs a query's roots make, so nothing is built for
-    the whole KB.
+    For a link, what sync stored with it (``pinakes.links``): its text (a
+    wikilink's alias or target as written, a Markdown link's text), the content words of the
+    sentence, list item or table cell around it, and the heading path of the
+    section it sits in; a sidecar link adds its ``rel`` and ``note``. For a
+    title mention, the words next to the name (the mentions plugin's
+    ``entity_context``). Read per query for the few pairs a query's roots make.
     """
     out: dict[tuple[int, int], list[str]] = {}
     if not pairs:
         return {}
-    want = {(dg.doc_key[a].item(), dg.doc_key[b].item()): (a, b) for a, b in pairs}
-    want.update({(kb_, ka): (a, b) for (ka, kb_), (a, b) in list(want.items())})
+    want = {(int(dg.doc_key[a]), int(dg.doc_key[b])): (a, b) for a, b in pairs}
+    want.update({(kb_, ka): pair for (ka, kb_), pair in list(want.items())})
     docs = sorted({k for pair in want for k in pair})
     try:
         rows = conn.execute(
-            "SELECT l.src_doc, d.doc, l.origin, l.line, l.raw, l.rel, l.note FROM links l "
-            "JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
+            "SELECT l.src_doc, d.doc, l.origin, l.rel, l.label, l.context, c.heading_path, l.form, "
+            "l.raw "
+            "FROM links l JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
+            "LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk "
             f"WHERE l.src_doc IN ({_marks(docs)}) AND d.doc IN ({_marks(docs)})",
             [*docs, *docs]).fetchall()
     except sqlite3.OperationalError:
-        rows = []
-    sections: dict[int, list[tuple[int, int, str, str]]] = {}
-    for src, dst, origin, line, raw, rel, note in rows:
+        rows = []  # a store without the link context columns: mentions only
+    for src, dst, origin, rel, label, context, heading, form, raw in rows:
         pair = want.get((int(src), int(dst)))
         if pair is None:
             continue
+        # A wikilink without an alias shows its target as written: that is its text.
+        shown = label or (raw.split("#")[0] if form not in ("markdown", "reference", "autolink", "sidecar") else "")
+        words = [shown, context or "", " ".join(json.loads(heading)) if heading else ""]
         if origin != "reverse-scan":
-            out.setdefault(pair, []).append(f"{str(rel).replace('_', ' ')} {note or ''}")
-            continue
-        if src not in sections:
-            sections[src] = [(int(x[0]), int(x[1]), x[2], x[3]) for x in conn.execute(
-                "SELECT start_line, end_line, heading_path, text FROM chunks WHERE doc = ?", (src,))]
-        for lo, hi, heading, text in sections[src]:
-            if lo <= int(line) <= hi:
-                here = _paragraph_at(text.splitlines(), int(line) - lo)
-                out.setdefault(pair, []).append(
-                    " ".join(json.loads(heading)) + " " + _sentence_at(here, str(raw)))
-                break
+            words.append(str(rel).replace("_", " "))
+        out.setdefault(pair, []).append(" ".join(w for w in words if w))
     try:
         ment = conn.execute(
             "SELECT x.doc, n.doc, x.words FROM entity_context x JOIN entity_names n ON n.key = x.key "
