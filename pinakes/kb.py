@@ -269,17 +269,34 @@ class KB:
         """Index what changed (free: no LLM ever runs here)."""
         # Imported here: the Markdown parser behind sync is not needed to search,
         # and `pnk search` starts faster without it (docs/performance.md).
-        from .sync import sync_kb
+        from .sync import SyncInputs, sync_kb
 
-        return sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        cfg = self.config
+        inputs = SyncInputs(
+            name=self.name, root=self.root, state_dir=cfg.state_dir, kb=cfg.kb,
+            tokenizer=str(cfg.retrieval["tokenizer"]),
+            batch_size=int(cfg.section("embedding").get("batch_size", 32)),
+            load_embedder=lambda: self.embedder, signature=lambda: self.signature,
+            open_store=lambda rebuild: self.open_store_for_write(rebuild=rebuild),
+            derivers=self.edge_derivers,
+        )
+        try:
+            return sync_kb(inputs, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        finally:
+            self.invalidate()
 
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
                concepts: Sequence[str] = (), channel: str | None = None,
-               channels: Sequence[str] | None = None, graph_roots: int | None = None) -> SearchResult:
-        """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval)."""
+               channels: Sequence[str] | None = None, graph_roots: int | None = None,
+               explain: bool = False) -> SearchResult:
+        """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval).
+
+        ``explain``: keep every stage's record, on the result and on each hit
+        (``pnk search --explain``, :mod:`pinakes.explain`); the ranking is the same.
+        """
         return hybrid_search(self.search_inputs(), query, k=k, entities=entities,
                              concepts=concepts, channel=channel, channels=channels,
-                             graph_roots=graph_roots)
+                             graph_roots=graph_roots, explain=explain)
 
     def search_inputs(self) -> SearchInputs:
         """What :func:`pinakes.search.hybrid_search` reads of this KB, and nothing more."""
