@@ -127,6 +127,20 @@ def register_commands(cli):  # type: ignore[no-untyped-def]
 
 
 @hookspec
+def register_eval_modes(register):  # type: ignore[no-untyped-def]
+    """Offer other ways for ``pnk eval`` to run a golden set (``--deep``: the paid path).
+
+    Call ``register(mode)`` with an object that has a ``name`` (``pnk eval
+    --mode NAME``; ``--deep`` is ``--mode deep``), a one-line ``help`` and
+    ``run(kb, questions, relevant, source, *, json_, yes)``: called once core
+    has opened the KB and loaded (and sampled) the questions, with
+    ``relevant`` mapping each question id to its relevant document keys and
+    ``source`` describing the golden set; it prints its own report (JSON with
+    ``json_``) and must not spend money without asking unless ``yes``.
+    """
+
+
+@hookspec
 def register_store_schema(register):  # type: ignore[no-untyped-def]
     """Declare extra tables a plugin keeps in the derived store.
 

@@ -52,13 +52,16 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--deep", is_flag=True,
               help="Run each question through `pnk ask --deep` (paid; pinakes[deep]) and report "
                    "calls, tokens, EUR per question and cited-document recall per class.")
+@click.option("--mode", "mode", metavar="NAME",
+              help="An evaluation mode a plugin adds (`pnk plugins --all` lists them); "
+                   "--deep is --mode deep.")
 @click.option("-y", "--yes", is_flag=True, help="With --deep: do not ask before spending.")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
              graph: tuple[str, ...], init: bool, json_: bool, deep: bool = False,
-             yes: bool = False, classes: tuple[str, ...] = ()) -> None:
+             yes: bool = False, classes: tuple[str, ...] = (), mode: str | None = None) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
@@ -133,13 +136,9 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         source["sampled_from"] = total
         if limit:
             source["seed"] = seed
-    if deep:  # the paid path's eval lives with the paid path (plugins/pinakes-deep)
-        try:
-            from pinakes_deep.evaluate import eval_command
-        except ImportError:
-            raise click.ClickException("pnk eval --deep needs the paid-path plugin: "
-                                       "pip install 'pinakes[deep]'") from None
-        eval_command(kb, questions, relevant, source, json_=json_, yes=yes)
+    if deep or mode:  # a plugin's mode (the paid path's lives in plugins/pinakes-deep)
+        _eval_mode("deep" if deep else str(mode)).run(kb, questions, relevant, source,
+                                                      json_=json_, yes=yes)
         return
 
     channels = kb.graph_channels()
@@ -202,6 +201,20 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     _print_human(run)
     if report_path:
         click.echo(f"report: {report_path}")
+
+
+def _eval_mode(name: str) -> Any:
+    """The installed eval mode ``name`` (``register_eval_modes``), or a one-line error."""
+    from ..extras import not_installed
+    from ..plugins import get_eval_modes
+
+    modes = get_eval_modes()
+    if name not in modes:
+        missing = not_installed("eval mode", name)
+        known = ", ".join(sorted(modes)) or "none installed"
+        raise click.ClickException(f"pnk eval --{'deep' if name == 'deep' else 'mode ' + name}: "
+                                   + (missing or f"unknown eval mode {name!r} (installed: {known})"))
+    return modes[name]
 
 
 def _shown(path: str, root: Path) -> str:
