@@ -135,7 +135,7 @@ class FleetResult(SearchResult):
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
                 channel: str | None = None, graph_roots: int | None = None,
-                skipped: Sequence[dict[str, str]] = ()) -> FleetResult:
+                skipped: Sequence[dict[str, str]] = (), explain: bool = False) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
     ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
@@ -148,6 +148,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     ``skipped`` as ``{kb, reason}``, and the rest are searched; only when none
     can be is it an error. A single KB that cannot be searched is an error
     naming it. ``skipped`` carries KBs the caller already had to leave out.
+    ``explain``: see :meth:`pinakes.kb.KB.search`; over several KBs the query's
+    explanation is ``{"by_kb": {name: explanation}}`` (each hit keeps its own).
     """
     started = time.perf_counter()
     left_out = list(skipped)
@@ -156,7 +158,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         name = label(kb)
         try:
             result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
-                               graph_roots=graph_roots)
+                               graph_roots=graph_roots, explain=explain)
         except KB_UNAVAILABLE as exc:
             if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
                 cls = type(exc) if isinstance(exc, PinakesError) else NotSynced
@@ -181,6 +183,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
         timings_ms={"total": (time.perf_counter() - started) * 1000},
+        explain={"by_kb": {r.kb: r.explain for r in results}} if explain else None,
         skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
 

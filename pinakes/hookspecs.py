@@ -67,6 +67,11 @@ def register_graph_channels(register):  # type: ignore[no-untyped-def]
     fused ranking instead of joining it as a third list; with ``"auto"`` (the
     default) the channel's optional ``fusion`` attribute (``"rrf"`` or
     ``"final"``) decides, and a channel without one is fused by RRF.
+    An optional ``explain(context, chunk_ids)`` says why: called after an
+    explained search (``pnk search --explain``; ``context.explain`` was True
+    during ``search``, and ``context.record`` holds what the channel kept),
+    it returns ``{"channel": {...}, "hits": {chunk_id: {...}}}`` of JSON
+    values: the seeds, and per chunk the path that carried its score.
     An optional ``prepare(kb, store, graph)`` builds whatever the channel
     caches per graph generation; long-lived processes (``pnk serve``) call it
     when they start and after each sync, so no query pays for it

@@ -347,3 +347,37 @@ def run_eval(
     )
     return EvalRun(dict(source or {}), k, runs, reach, gates, embed_ms,
                    time.perf_counter() - started)
+
+
+def explain_question(kb: KB, question: Question, relevant: Sequence[int],
+                     settings: Sequence[Setting]) -> dict[str, Any]:
+    """One question under each setting, explained (``pnk eval --explain ID``).
+
+    Each setting searches exactly as :func:`run_eval` does (same chunk count,
+    same roots, the same config override), with ``explain`` on; the result is
+    the top ``k`` documents of each, the relevant ones marked, each with its
+    best chunk's explanation: the view that says why a channel lost a question
+    another setting found.
+    """
+    from ..search import documents_result
+
+    k = int(kb.config.retrieval["k"])
+    with kb.reader().snapshot() as conn:
+        ulid_of = {int(r[0]): str(r[1]) for r in conn.execute("SELECT doc, ulid FROM documents")}
+    gold = {ulid_of[d] for d in relevant if d in ulid_of}
+    columns = []
+    for s in settings:
+        with _config(kb, s.overrides):
+            res = kb.search(question.text, k=CHUNKS, channel=s.channel, channels=s.channels,
+                            graph_roots=k, explain=True)
+        grouped = documents_result(res, k)
+        columns.append({
+            "setting": s.name, "channel": res.channel, "explain": res.explain,
+            "confidence": res.confidence, "abstained": res.abstained,
+            "documents": [{"rank": i, "doc_id": d.doc_id, "title": d.title, "path": d.path,
+                           "relevant": d.doc_id in gold, "score": d.score,
+                           "ranks": dict(d.best.ranks), "explain": d.best.explain}
+                          for i, d in enumerate(grouped.documents, 1)],
+        })
+    return {"question": {"id": question.id, "text": question.text, "class": question.cls},
+            "relevant": sorted(gold), "k": k, "settings": columns}
