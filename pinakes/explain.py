@@ -35,6 +35,7 @@ def assemble(plan: Any, lexical: Any, dense: Any, lists: Any, trace: Any, hits: 
     channel = _channel_account(plan, trace, ids)
     out: dict[str, Any] = {
         "channel": {"requested": plan.requested, "in_force": plan.channel,
+                    "why": plan.channel_reason,
                     "fusion": plan.fusion if plan.graph is not None else None},
         "lists": list(lists.ranked),
         "lexical": _lexical_query(plan, lexical, dfs),
@@ -239,8 +240,8 @@ def query_lines(explain: Mapping[str, Any]) -> list[str]:
     """The query's explanation for a terminal: terms, lists, channel and seeds, confidence."""
     lines = []
     ch = explain["channel"]
-    lines.append(f"channel: {ch['in_force']} (asked: {ch['requested']})"
-                 + (f", its list joins as {ch['fusion']}" if ch.get("fusion") else ""))
+    lines.append(f"channel: {ch.get('why') or ch['in_force']} (asked: {ch['requested']})"
+                 + (f"; its list joins as {ch['fusion']}" if ch.get("fusion") else ""))
     lex = explain["lexical"]
     if lex.get("ran"):
         terms = ", ".join(f"{t['term']} (idf {_n(t['idf'], 2)}{'' if t['kept'] else ', not matched: common'})"

@@ -182,10 +182,19 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     return FleetResult(
         query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
+        channel_reason=_channel_reasons(results),
         timings_ms={"total": (time.perf_counter() - started) * 1000},
         explain={"by_kb": {r.kb: r.explain for r in results}} if explain else None,
         skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
+
+
+def _channel_reasons(results: Sequence[Any]) -> str:
+    """One reason when every KB searched with the same channel for the same reason, else each KB's."""
+    reasons = {r.channel_reason for r in results}
+    if len(reasons) == 1:
+        return reasons.pop()
+    return "; ".join(f"{r.kb}: {r.channel_reason}" for r in results)
 
 
 def describe() -> list[dict[str, object]]:

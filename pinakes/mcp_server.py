@@ -114,6 +114,8 @@ class SearchOut(BaseModel):
     query: str
     kb: str = Field(description="The KB searched, or 'all' when several were.")
     channel: str = Field(description="Graph channel used ('off' when none).")
+    channel_reason: str = Field("", description="Why that channel, in one line (e.g. the KB's "
+                                "golden set fails the graph gate, or the global default).")
     k: int = Field(description="How many hits were asked for, after the cap.")
     confidence: float | Literal["unknown"] = Field(
         description="Calibrated probability that the hits hold the evidence; 'unknown' when uncalibrated."
@@ -433,6 +435,7 @@ class PinakesServer:
             "query": query,
             "kb": label_of.get(result.kb, result.kb),
             "channel": result.channel,
+            "channel_reason": result.channel_reason,
             "k": k if k is not None else min(int(kbs[0].config.retrieval["k"]), MAX_K),
             "confidence": "unknown" if result.confidence is None else round(result.confidence, 4),
             "abstained": result.abstained,
@@ -879,6 +882,8 @@ def render_search(out: dict[str, Any]) -> str:
         lines.append("")
         lines.append("truncated: narrow the query rather than paging")
     lines += [f"skipped {s['kb']}: {s['reason']}" for s in out.get("skipped") or []]
+    if out.get("channel_reason"):
+        lines.append(f"channel {out['channel_reason']}")
     return "\n".join(lines + _notes(out))
 
 

@@ -82,6 +82,8 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: While a sync is still embedding: {"embedded": n, "total": m, "lexical_only": bool}.
     embedding: dict[str, Any] | None = None
+    #: Why this channel, in one line starting with it (pinakes.channel_choice).
+    channel_reason: str = ""
     #: With ``explain``: the stages' records for the whole query (pinakes.explain).
     explain: dict[str, Any] | None = None
 
@@ -101,6 +103,7 @@ class SearchResult:
             "query": self.query,
             "kb": self.kb,
             "channel": self.channel,
+            "channel_reason": self.channel_reason,
             "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
@@ -208,7 +211,9 @@ class SearchInputs:
     dense_index: Callable[[Any], DenseIndex]  # the store's vectors, per generation
     memo: dict[str, Any]  # per-generation caches: IDF, link statistics, index pages
     channels: Callable[[], Mapping[str, Any]]  # installed graph channels
-    choose_channel: Callable[[str, Mapping[str, Any]], str]  # "auto" -> a name, or "off"
+    #: (asked, installed) -> (channel, why): the search's own channel (None: the KB's
+    #: setting) to the one in force, "auto" decided (pinakes.channel_choice).
+    choose_channel: Callable[[str | None, Mapping[str, Any]], tuple[str, str]]
     confidence: Callable[..., float | None]  # (hits, lists, cosines[, record]) -> P(covered)
     owner: Any = None  # what a channel sees as ``context.kb``
 
@@ -223,6 +228,7 @@ class Plan:
     concepts: list[str]
     requested: str  # the channel asked for ("auto", "off", a name)
     channel: str  # the channel in force, or "off"
+    channel_reason: str  # why, in one line starting with the channel
     graph: Any  # its object, None when off
     fuse_lists: tuple[str, ...]  # which of lexical, dense fuse
     roots_k: int  # fused hits that seed the channel
@@ -321,7 +327,7 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
     abstained = confidence is not None and confidence < float(plan.cfg["abstain_below"])
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(plan.query, src.name, hits, confidence, abstained, plan.channel, timings,
-                        embedding=embedding, explain=report)
+                        embedding=embedding, channel_reason=plan.channel_reason, explain=report)
 
 
 def _timed(timings: dict[str, float], key: str, stage: Callable[..., Any], *args: Any) -> Any:
@@ -350,7 +356,7 @@ def plan_search(src: SearchInputs, query: str, k: int | None, entities: Sequence
         raise QueryError("k must be at least 1")
     k = min(k, MAX_K)
     requested = channel if channel is not None else str(cfg["graph_channel"])
-    name, graph = resolve_channel(src, requested)
+    name, graph, reason = resolve_channel(src, requested, channel)
     fuse_lists = ("lexical", "dense") if channels is None else tuple(dict.fromkeys(channels))
     if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
         raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
@@ -358,25 +364,30 @@ def plan_search(src: SearchInputs, query: str, k: int | None, entities: Sequence
                "graph": float(cfg["graph_weight"])}
     return Plan(query=query, k=k, entities=[_utf8(e) for e in entities],
                 concepts=[_utf8(c) for c in concepts], requested=requested, channel=name,
-                graph=graph, fuse_lists=fuse_lists, roots_k=min(int(graph_roots or k), MAX_K),
+                channel_reason=reason, graph=graph, fuse_lists=fuse_lists, roots_k=min(int(graph_roots or k), MAX_K),
                 fusion=_fusion_mode(cfg, graph), n_cand=max(int(cfg["candidates"]), k),
                 rrf_k=float(cfg["rrf_k"]), weights=weights, cfg=cfg, explain=bool(explain))
 
 
-def resolve_channel(src: SearchInputs, requested: str) -> tuple[str, Any]:
-    """``(name, channel object)`` of the graph channel in force, ``("off", None)`` when none."""
+def resolve_channel(src: SearchInputs, requested: str, asked: str | None = None
+                    ) -> tuple[str, Any, str]:
+    """``(name, channel object, why)`` of the graph channel in force; ``("off", None, why)``.
+
+    ``requested``: the channel asked for, or the KB's setting; ``asked``: the
+    search's own (None when it asked for none), which says why.
+    """
     # One collection of the channel table per search ("auto" reads the same), none when off.
     installed = src.channels() if requested not in ("", "off", "none") else {}
-    name = src.choose_channel(requested, installed)
+    name, reason = src.choose_channel(asked, installed)
     if name in ("", "off", "none"):
-        return "off", None
+        return "off", None, reason
     if name not in installed:
         from .extras import not_installed
 
         known = ", ".join(sorted(installed)) or "none installed"
         raise QueryError(not_installed("graph channel", name)
                          or f"unknown graph channel {name!r} (available: {known})")
-    return name, installed[name]
+    return name, installed[name], reason
 
 
 def _fusion_mode(cfg: Mapping[str, Any], graph: Any) -> str:

@@ -53,6 +53,8 @@ def imports(path: Path, root: Path) -> set[str]:
                 parts = package.split(".")
                 parts = parts[:len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
+            if all(a.name.startswith("__") for a in node.names):
+                return  # package metadata (``from . import __version__``): no code it runs
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)
         visit(node)
@@ -129,10 +131,10 @@ def test_the_checker_finds_a_circle_and_ignores_type_checking(tmp_path: Path) ->
     (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                               "    from .a import A\nfrom pinakes import a\n")
     (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                              "    from .a import A\n")
+                              "    from .a import A\nfrom . import __version__\n")
     graph = import_graph(pkg)
     assert graph["pinakes.b"] == {"pinakes.c"}  # a lazy import is a run-time dependency
-    assert graph["pinakes.d"] == set()  # a TYPE_CHECKING import is not
+    assert graph["pinakes.d"] == set()  # a TYPE_CHECKING import is not, nor package metadata
     assert circles(graph) == [["pinakes.a", "pinakes.b", "pinakes.c"]]
 
 

@@ -286,8 +286,14 @@ def run_eval(
     source: Mapping[str, Any] | None = None,
     progress: ProgressFn | None = None,
     tolerances: GateTolerances = DEFAULT_TOLERANCES,
+    reach: bool = True,
 ) -> EvalRun:
-    """Search every question in every setting; collect metrics, reachability and gate verdicts."""
+    """Search every question in every setting; collect metrics, reachability and gate verdicts.
+
+    ``reach=False`` skips the channel-reachable ceiling (a walk per multi-hop
+    question): the default-on gate does not read it, and the channel check that
+    ``pnk sync`` runs (:mod:`pinakes.channel_choice`) needs only that gate.
+    """
     started = time.perf_counter()
     k = int(kb.config.retrieval["k"])
     store = kb.reader()
@@ -330,22 +336,22 @@ def run_eval(
     for run in runs:
         run.metrics = M.grouped(run.outcomes)
 
-    reach = None
+    ceiling = None
     base = next((r for r in runs if r.setting.is_baseline), None)
-    if base is not None and any(o.cls == "multi-hop" for o in base.outcomes):
+    if reach and base is not None and any(o.cls == "multi-hop" for o in base.outcomes):
         fn, reason, notes = default_reach_fn(kb, store)
         items = [(o.relevant, o.seeds, seed_documents(chunk_doc, o.seeds))
                  for o in base.outcomes if o.cls == "multi-hop"]
-        reach = reach_report(items, fn, store, notes) if fn else ReachReport(False, reason)
+        ceiling = reach_report(items, fn, store, notes) if fn else ReachReport(False, reason)
     metric_view = {r.setting.name: {"all": r.metrics["all"], **r.metrics["by_class"]} for r in runs}
     graph = [r.setting.name for r in runs if r.setting.is_graph]
     expand = [r.setting.name for r in runs if r.setting.channel == "expand"]
     gates = (
-        gate_verdicts(metric_view, graph, base.setting.name, reach.to_dict() if reach else None,
+        gate_verdicts(metric_view, graph, base.setting.name, ceiling.to_dict() if ceiling else None,
                       expand, tolerances)
         if base is not None else []
     )
-    return EvalRun(dict(source or {}), k, runs, reach, gates, embed_ms,
+    return EvalRun(dict(source or {}), k, runs, ceiling, gates, embed_ms,
                    time.perf_counter() - started)
 
 
@@ -359,8 +365,6 @@ def explain_question(kb: KB, question: Question, relevant: Sequence[int],
     best chunk's explanation: the view that says why a channel lost a question
     another setting found.
     """
-    from ..search import documents_result
-
     k = int(kb.config.retrieval["k"])
     with kb.reader().snapshot() as conn:
         ulid_of = {int(r[0]): str(r[1]) for r in conn.execute("SELECT doc, ulid FROM documents")}
@@ -370,14 +374,17 @@ def explain_question(kb: KB, question: Question, relevant: Sequence[int],
         with _config(kb, s.overrides):
             res = kb.search(question.text, k=CHUNKS, channel=s.channel, channels=s.channels,
                             graph_roots=k, explain=True)
-        grouped = documents_result(res, k)
+        best: dict[str, Any] = {}  # each document at its best chunk, as eval ranks documents
+        for h in res.hits:
+            if len(best) < k:
+                best.setdefault(h.doc_id, h)
         columns.append({
-            "setting": s.name, "channel": res.channel, "explain": res.explain,
-            "confidence": res.confidence, "abstained": res.abstained,
-            "documents": [{"rank": i, "doc_id": d.doc_id, "title": d.title, "path": d.path,
-                           "relevant": d.doc_id in gold, "score": d.score,
-                           "ranks": dict(d.best.ranks), "explain": d.best.explain}
-                          for i, d in enumerate(grouped.documents, 1)],
+            "setting": s.name, "channel": res.channel, "why": res.channel_reason,
+            "explain": res.explain, "confidence": res.confidence, "abstained": res.abstained,
+            "documents": [{"rank": i, "doc_id": h.doc_id, "title": h.title, "path": h.path,
+                           "relevant": h.doc_id in gold, "score": h.score,
+                           "ranks": dict(h.ranks), "explain": h.explain}
+                          for i, h in enumerate(best.values(), 1)],
         })
     return {"question": {"id": question.id, "text": question.text, "class": question.cls},
             "relevant": sorted(gold), "k": k, "settings": columns}
