@@ -314,8 +314,8 @@ def hit_lines(explain: Mapping[str, Any] | None) -> list[str]:
     else:
         lines.append(f"fusion: {_n(fu.get('score'))}")
     graph = e.get("graph")
-    if graph:
-        lines.extend(_graph_hit_lines(graph))
+    if graph and (graph.get("rank") or graph.get("delta") or graph.get("path")):
+        lines.extend(_graph_hit_lines(graph))  # (a channel that added nothing: no line)
     pri = e.get("priors") or {}
     if pri.get("delta"):
         parts = ", ".join(f"{k} +{_n(v)}" for k, v in pri.items() if k != "delta" and v)
