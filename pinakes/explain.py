@@ -288,6 +288,8 @@ def _confidence_line(conf: Mapping[str, Any]) -> str:
     line += f" (abstains below {conf.get('abstain_below')})"
     if conf.get("unknown"):
         line += f": {conf['unknown']}"
+    if conf.get("abstained"):
+        line += f"; abstains: {conf.get('reason') or 'below the threshold'}"
     feats = conf.get("features")
     if feats:
         line += "; features " + ", ".join(f"{k} {_n(v, 3)}" for k, v in feats.items())

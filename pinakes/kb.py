@@ -331,7 +331,8 @@ class KB:
         model = self.calibration()
         if model is None or not hits or not model.applies_to(lists):
             if record is not None:
-                record["unknown"] = ("no calibration in force" if model is None else
+                record["unknown"] = ("no calibration in force (none, or one fitted for another "
+                                     "embedder or feature set)" if model is None else
                                      "the calibration in force was fitted on other lists or "
                                      "another graph channel")
             return None  # uncalibrated, or a search unlike those it was fitted on

@@ -121,6 +121,12 @@ class SearchOut(BaseModel):
         description="Calibrated probability that the hits hold the evidence; 'unknown' when uncalibrated."
     )
     abstained: bool = Field(description="True when confidence is below the KB's abstain_below.")
+    reason: str | None = Field(
+        None,
+        description="When abstained: which part of the question the notes do not support, e.g. "
+                    "\"found 'French press', nothing on 'invented'\" or \"nothing in the notes mentions "
+                    "'BLEU'\". Rephrase that part, or report that the notes lack it.",
+    )
     hits: list[SearchHitOut]
     truncated: bool = Field(description="The response budget cut text or hits: narrow the query, don't page.")
     notes: list[str] = Field(description="Caps applied and other server remarks.")
@@ -439,6 +445,7 @@ class PinakesServer:
             "k": k if k is not None else min(int(kbs[0].config.retrieval["k"]), MAX_K),
             "confidence": "unknown" if result.confidence is None else round(result.confidence, 4),
             "abstained": result.abstained,
+            "reason": result.reason,
             "hits": hits,
             "truncated": False,
             "notes": notes,
@@ -766,7 +773,9 @@ class PinakesServer:
         add(pinakes_search, title="Search the knowledge base", annotations=READ_ONLY, description=(
             "Hybrid search (BM25 + embeddings, fused) over local Markdown knowledge bases. "
             "Returns ranked chunks (doc_id, title, path, heading path, text, score, per-channel "
-            "ranks), a calibrated confidence ('unknown' when uncalibrated) and whether it abstained. "
+            "ranks), a calibrated confidence ('unknown' when uncalibrated) and whether it abstained; "
+            "an abstention's `reason` names the part of the question the notes do not support "
+            "(rephrase that part, or report the gap rather than answer from the hits). "
             "Prefer refining the query, or naming entities/concepts, over raising k. "
             f"k is capped at {MAX_K}; `truncated: true` means the answer hit the size budget: "
             "narrow the query, don't page."
@@ -865,6 +874,8 @@ def render_search(out: dict[str, Any]) -> str:
     head = (f"{n} hit{'s' if n != 1 else ''} for {out['query']!r} in {out['kb']} "
             f"(confidence {out['confidence']}{', abstains' if out['abstained'] else ''})")
     lines = [head]
+    if out["abstained"] and out.get("reason"):
+        lines.append(f"abstains: {out['reason']}")
     explained = out.get("explain") or {}
     for name, one in (explained.get("by_kb") or ({out["kb"]: explained} if explained else {})).items():
         lines += [f"[{name}] {line}" for line in query_lines(one)]

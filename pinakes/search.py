@@ -35,7 +35,10 @@ from .fsutil import matches_any
 from .links import NO_HUB
 from .quant import dequantise
 from .quant import scores as quant_scores
-from .text import CJK_RE, fts_phrase, fts_query, query_terms, term_pattern
+from .termstats import chunk_count as _chunk_count
+from .termstats import fts_terms as _fts_terms
+from .termstats import idf as _idf
+from .text import CJK_RE, fts_phrase, query_terms, term_pattern
 
 MAX_K = 50
 BM25_WEIGHTS = (4.0, 2.0, 1.0)  # title, heading path, body
@@ -82,6 +85,11 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: While a sync is still embedding: {"embedded": n, "total": m, "lexical_only": bool}.
     embedding: dict[str, Any] | None = None
+    #: Why it abstained, naming the part of the question nothing supports (pinakes.support).
+    reason: str | None = None
+    #: What the question is about and asks, and which asked words no top hit holds
+    #: (``pinakes.support.Support.to_dict``); None when the search is uncalibrated.
+    support: dict[str, Any] | None = None
     #: Why this channel, in one line starting with it (pinakes.channel_choice).
     channel_reason: str = ""
     #: With ``explain``: the stages' records for the whole query (pinakes.explain).
@@ -107,6 +115,8 @@ class SearchResult:
             "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
+            "reason": self.reason,
+            "support": self.support,
             "hits": [h.to_dict() for h in self.hits],
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             **({"explain": self.explain} if self.explain is not None else {}),
@@ -192,6 +202,9 @@ class Lists:
         self.coverage: dict[int, float] = {}  # lexical hit -> share of the query's IDF mass it holds
         self.hybrid_top: float | None = None  # top score of the two-list fusion, before any graph
         self.channel = "off"  # the graph channel in use (calibration checks it)
+        self.query = ""  # the query and the store generation it ran on (pinakes.support reads them)
+        self.generation: int | None = None
+        self.support: Any = None  # pinakes.support.Support, once the confidence has assessed it
 
 
 @dataclass
@@ -313,6 +326,7 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
         qv = query_vector(pending, timings)
         semantic = _timed(timings, "dense", dense_stage, dense, qv, plan)
         lists = candidate_lists(lexical, semantic, plan)
+        lists.query, lists.generation = plan.query, dense.generation
         fused = fusion_stage(conn, lists, plan, trace)
         if plan.graph is not None:
             ctx = ChannelContext(
@@ -325,9 +339,15 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
         report = explain_report(plan, lexical, semantic, lists, trace, hits, src.memo)
     confidence = confidence_stage(src, hits, lists, semantic.cosines, report)
     abstained = confidence is not None and confidence < float(plan.cfg["abstain_below"])
+    support = lists.support  # what the confidence found the question asks (pinakes.support)
+    reason = support.reason() if abstained and support is not None else None
+    if report is not None and "confidence" in report:
+        report["confidence"].update(abstained=abstained, reason=reason)
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(plan.query, src.name, hits, confidence, abstained, plan.channel, timings,
-                        embedding=embedding, channel_reason=plan.channel_reason, explain=report)
+                        embedding=embedding, channel_reason=plan.channel_reason, reason=reason,
+                        support=support.to_dict() if support is not None else None,
+                        explain=report)
 
 
 def _timed(timings: dict[str, float], key: str, stage: Callable[..., Any], *args: Any) -> Any:
@@ -656,48 +676,6 @@ def explain_report(plan: Plan, lexical: LexicalList, dense: DenseList, lists: Li
 # --- helpers of the stages -------------------------------------------------------------
 
 
-def _generation_memo(memo: dict[str, Any], generation: int) -> dict[str, Any]:
-    """``memo``, emptied when the store moved to another generation (a sync happened)."""
-    if memo.get("generation") != generation:
-        memo.clear()
-        memo["generation"] = generation
-    return memo
-
-
-def _chunk_count(memo: dict[str, Any], conn: Any, generation: int, held: int) -> int:
-    """Chunks in the store (for IDF), cached per generation.
-
-    Not the number of vectors: while a first sync is still embedding, chunks
-    without one are searchable lexically and count for IDF all the same.
-    """
-    cache = _generation_memo(memo, generation)
-    n = cache.get("_chunks")
-    if n is None:
-        n = cache["_chunks"] = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    return max(1, n, held)
-
-
-def _idf(memo: dict[str, Any], conn: Any, generation: int, terms: list[str], total: int,
-         tokenizer: str) -> dict[str, float]:
-    """IDF of each term over chunks, cached per store generation."""
-    cache = _generation_memo(memo, generation)
-    # Document frequencies by term, in their own table: a term such as "generation"
-    # must not collide with the cache's own keys.
-    dfs = cache.setdefault("_df", {})
-    out = {}
-    for t in terms:
-        df = dfs.get(t)
-        if df is None:
-            match = _fts_terms([t], tokenizer)
-            # A term the tokenizer cannot match (trigram: under 3 characters) has no df.
-            df = int(conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
-            ).fetchone()[0]) if match else 0
-            dfs[t] = df
-        out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-    return out
-
-
 def _utf8(text: str) -> str:
     """``text`` with anything UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
     try:
@@ -741,13 +719,6 @@ def _selective_terms(memo: dict[str, Any], terms: list[str], total: int,
         # Every term that occurs is common: the rarest of them still matches.
         keep.append(min((t for t in terms if t not in keep), key=lambda t: df[t]))
     return keep
-
-
-def _fts_terms(terms: list[str], tokenizer: str) -> str:
-    """The FTS5 MATCH expression of ``terms`` (an OR of quoted terms: never syntax)."""
-    if tokenizer == "trigram":
-        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if len(t) >= 3)
-    return fts_query(terms)
 
 
 def _embedding_progress(store: Any, held: int) -> dict[str, Any] | None:

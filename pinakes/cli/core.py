@@ -387,7 +387,8 @@ def _print_confidence(result: Any) -> None:
     conf = "unknown" if result.confidence is None else f"{result.confidence:.2f}"
     line = f"confidence: {conf}"
     if result.abstained:
-        line += " (abstains: nothing here looks good enough)"
+        why = getattr(result, "reason", None) or "nothing here looks good enough"
+        line += f" (abstains: {why})"
     click.echo(click.style(line, dim=True))
     if getattr(result, "channel_reason", ""):
         click.echo(click.style(f"channel {result.channel_reason}", dim=True))
