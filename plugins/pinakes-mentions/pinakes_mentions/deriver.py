@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from pinakes.dialects import doc_aliases
 from pinakes.errors import ConfigError
 from pinakes.graph import Changes, DocView, Edge, Node, chunk_node
 from pinakes.text import CJK_RE, fts_phrase
@@ -236,16 +237,13 @@ class MentionsDeriver:
                 if key not in seen:
                     seen.add(key)
                     rows.append((key, doc.key, "title" if i == 0 else "alias", label))
-            aliases = doc.front_matter.get("aliases")
-            if isinstance(aliases, str):
-                aliases = [aliases]
-            if isinstance(aliases, list):
-                for alias in aliases:
-                    if isinstance(alias, str):
-                        key = normalise(alias)
-                        if key and key not in seen:
-                            seen.add(key)
-                            rows.append((key, doc.key, "alias", " ".join(alias.split())))
+            # Front-matter ``aliases:``/``alias:`` (Obsidian), Logseq's ``alias::``: the
+            # names the link resolver reads too (pinakes.dialects).
+            for alias in doc_aliases(doc.front_matter):
+                key = normalise(alias)
+                if key and key not in seen:
+                    seen.add(key)
+                    rows.append((key, doc.key, "alias", " ".join(alias.split())))
         return rows
 
     # --- sync: which documents need re-deriving --------------------------------------
