@@ -277,6 +277,8 @@ def _graph_query_lines(graph: Mapping[str, Any]) -> list[str]:
     for seed in graph.get("seeds") or []:
         lines.append(f"  seed: {seed.get('label')!s} ({seed.get('kind')}, mass {_n(seed.get('mass'))}"
                      + (f", {seed['chunks']:g} chunks" if seed.get("chunks") is not None else "") + ")")
+    if graph.get("bridges"):
+        lines.append(f"  bridges lifted {graph['bridges']} document(s) linked from the top ones")
     if graph.get("note"):
         lines.append(f"  note: {graph['note']}")
     return lines
@@ -342,6 +344,15 @@ def _graph_hit_lines(graph: Mapping[str, Any]) -> list[str]:
     path = graph.get("path") or []
     if path:
         lines.append("  path: " + _path_text(path))
+    bridge = graph.get("bridge")
+    if bridge:
+        lines.append(f"  bridge: {_n(bridge.get('before'))} -> {_n(bridge.get('after'))} "
+                     f"(gate {_n(bridge.get('gate'), 2)})")
+        for v in bridge.get("via") or []:
+            found = ", ".join(v.get("context") or []) if isinstance(v.get("context"), list) \
+                else str(v.get("context") or "")
+            lines.append(f"    from {v.get('root')} by a {v.get('kind')} (fit {_n(v.get('fit'), 2)}"
+                         + (f", on {found}" if found else "") + ")")
     return lines
 
 

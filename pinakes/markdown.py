@@ -1021,7 +1021,7 @@ class _LineCounter:
         return self.first_line + self.newlines + 1
 
 
-_SENTENCE_GAP = re.compile(r"(?<=[.!?;。！？])\s+")
+_SENTENCE_GAP = re.compile(r"(?<=[.!?。！？])\s+")  # a semicolon joins clauses of one thought
 CONTEXT_WORDS = 12  # content words kept on each side of a link
 
 

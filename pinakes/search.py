@@ -191,6 +191,9 @@ class ChannelContext:
     explain: bool = False
     #: Free for the channel: what its search kept for ``explain`` (per search, not shared).
     record: dict[str, Any] = field(default_factory=dict)
+    #: The query's terms and their IDF over chunks, as the lexical stage computed them
+    #: (None when it did not run): a channel need not count them again.
+    term_idf: dict[str, float] | None = None
 
 
 class Lists:
@@ -266,9 +269,9 @@ class LexicalList:
     weights: dict[int, float] = field(default_factory=dict)  # what each rank counts in fusion
     coverage: dict[int, float] = field(default_factory=dict)  # share of the query's IDF mass held
     texts: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # title, heading, body
+    idf: dict[str, float] = field(default_factory=dict)  # every term's (channels read it too)
     # Kept for --explain only:
     kept: list[str] = field(default_factory=list)  # the terms FTS5 matched (the selective ones)
-    idf: dict[str, float] = field(default_factory=dict)
     bm25: dict[int, float] = field(default_factory=dict)  # FTS5's bm25() (lower is better)
     entity_hits: dict[int, int] = field(default_factory=dict)  # entity phrases each chunk holds
 
@@ -332,7 +335,8 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
             ctx = ChannelContext(
                 kb=src.owner, store=store, query=plan.query, query_vector=qv,
                 cosines=semantic.cosines, dense=dense, roots=[c for c, _ in fused[:plan.roots_k]],
-                config=dict(plan.cfg), fused=list(fused[:plan.n_cand]), explain=plan.explain)
+                config=dict(plan.cfg), fused=list(fused[:plan.n_cand]), explain=plan.explain,
+                term_idf=lexical.idf or None)
             fused = _timed(timings, "graph", graph_stage, ctx, fused, lists, plan, trace)
         fused = priors_stage(conn, fused, plan, src, dense.generation, trace)
         hits = hits_stage(conn, fused[:plan.k], lexical, lists, plan, src.name)
@@ -489,9 +493,9 @@ def lexical_stage(conn: Any, plan: Plan, memo: dict[str, Any], generation: int,
         if cid in weights:
             # The caller named this exact phrase: an explicit, strong signal.
             weights[cid] = 1.0 + n
-    out.ids, out.weights = ids, weights
+    out.ids, out.weights, out.idf = ids, weights, idf
     if plan.explain:
-        out.kept, out.idf, out.entity_hits = kept, idf, ent_count
+        out.kept, out.entity_hits = kept, ent_count
         out.bm25 = {int(r[0]): float(r[1]) for r in rows}
     return out
 

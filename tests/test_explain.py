@@ -85,8 +85,14 @@ def check_sums(kb: KB, query: str, channel: str) -> list[Any]:
             assert graph["score"] == pytest.approx(
                 graph["channel_score"] * scale["top_fused"] / scale["top_graph"], rel=1e-9)
         walk = (graph or {}).get("walk") or {}
+        bridge = (graph or {}).get("bridge")
+        if bridge:  # ppr's bridges: a lifted document's score is the lift's own "after"
+            assert graph["channel_score"] == pytest.approx(bridge["after"], rel=1e-12)
+            assert bridge["after"] == pytest.approx(bridge["before"] + bridge["lift"], rel=1e-12)
+            assert bridge["via"] and all(v["root"] for v in bridge["via"])
         if "blend" in walk:  # ppr: its score is the walk's evidence plus the hybrid's share
-            assert walk["blend"] == pytest.approx(graph["channel_score"], rel=1e-9)
+            before = bridge["before"] if bridge else graph["channel_score"]
+            assert walk["blend"] == pytest.approx(before, rel=1e-9, abs=1e-12)
             assert walk["lifted"] == pytest.approx(walk["mass"] * walk["centrality_divisor"],
                                                    rel=1e-5)
         reach = (graph or {}).get("reach")
@@ -221,3 +227,22 @@ def test_eval_explain_shows_one_question_under_two_settings(example_kb: KB) -> N
                for c in data["settings"] for d in c["documents"])
     bad = runner.invoke(cli, ["eval", "--kb", str(example_kb.root), "--explain", "nope"])
     assert bad.exit_code == 2 and "no question 'nope'" in bad.output
+
+
+def test_a_bridged_hit_shows_the_root_and_link_that_lifted_it(make_kb) -> None:
+    """ppr's bridges: the lifted note's explanation names the root note and the link's fit."""
+    vault = Path(__file__).parent / "fixtures" / "hobby-vault"
+    kb = make_kb({p.name: p.read_text(encoding="utf-8") for p in sorted(vault.glob("*.md"))},
+                 name="hobby")
+    kb.sync()
+    question = "Which grind setting do I use for the beans I brought back from Lisbon?"
+    hits = check_sums(kb, question, "ppr")
+    bridged = [h for h in hits if (h.explain["graph"] or {}).get("bridge")]
+    assert bridged, "the bridges lifted nothing on their own test question"
+    press = next(h for h in bridged if h.path == "French Press.md")
+    bridge = press.explain["graph"]["bridge"]
+    assert bridge["lift"] > 0 and bridge["after"] > bridge["before"]
+    assert any("Lisbon" in v["root"] and v["kind"] in ("link", "mention") for v in bridge["via"])
+    out = CliRunner().invoke(cli, ["search", question, "--kb", str(kb.root), "--explain", "-k", "3"])
+    assert out.exit_code == 0, out.output
+    assert "bridge: " in out.output and "from Lisbon" in out.output

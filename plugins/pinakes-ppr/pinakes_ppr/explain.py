@@ -19,7 +19,10 @@ kinds and new weights need nothing here.
 The rest of a hit's account is what :func:`pinakes_ppr.run_ppr` kept in its
 :class:`~pinakes_ppr.Trace` when the search was explained: the walk's mass,
 the centrality divisor, the log-scaled evidence and the hybrid's share that
-the blend added (their sum is the channel's score for the hit).
+the blend added (their sum is the channel's score for the hit), and, for a
+document the bridges lifted (:mod:`.bridges`), its :class:`~pinakes_ppr.bridges.Lift`:
+the score before and after, and each root that passed it a lift, over which
+kind of link, with what fit of the link's context to the question.
 """
 
 from __future__ import annotations
@@ -49,10 +52,13 @@ def explain_walk(ctx: Any, trace: Any, graph: Any, op: Any, settings: Any,
     seed_labels = node_labels(conn, graph, [n for n, _ in seeds])
     channel["seeds"] = [{**seed_labels.get(n, {"kind": graph.kind(n), "label": "?"}),
                          "mass": float(m), "chunks": float(op.chunk_count[n])} for n, m in seeds]
+    lifts = {int(lift.chunk_id): lift for lift in getattr(trace, "lifts", None) or []}
+    channel["bridges"] = len(lifts)
     if trace.p is None or not trace.iterations:
-        channel["note"] = ("no name of the graph in the query: no walk, the hybrid ranking "
-                           "stands" if not seeds else "the walk did not run")
-        return {"channel": channel, "hits": {}}
+        channel["note"] = ("no name of the graph in the query: no walk" if not seeds else
+                           "the walk did not run") + \
+            (f"; bridges lifted {len(lifts)} documents" if lifts else ": the hybrid ranking stands")
+        return {"channel": channel, "hits": _bridges(ctx, graph, lifts, chunk_ids)}
     where = graph.nodes_of_chunks(list(chunk_ids))
     roots = graph.nodes_of_chunks(list(ctx.roots))
     origins = {n: "seed" for n, _ in seeds}
@@ -64,11 +70,31 @@ def explain_walk(ctx: Any, trace: Any, graph: Any, op: Any, settings: Any,
     paths = {cid: flow_path(op, trace.walk, trace.p, trace.reset, settings.damping, node)
              for cid, node in where.items()}
     labels = node_labels(conn, graph, {n for steps in paths.values() for n, *_ in steps})
-    hits = {}
+    hits = _bridges(ctx, graph, lifts, chunk_ids)
     for cid, node in where.items():
-        hits[cid] = {"walk": _walk_numbers(trace, divisor, cid, node),
-                     "path": _path_record(graph, paths[cid], labels, origins)}
+        hits.setdefault(cid, {}).update(walk=_walk_numbers(trace, divisor, cid, node),
+                                        path=_path_record(graph, paths[cid], labels, origins))
     return {"channel": channel, "hits": hits}
+
+
+def _bridges(ctx: Any, graph: Any, lifts: Mapping[int, Any],
+             chunk_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """``{chunk id: {"bridge": ...}}`` for the hits a bridge lifted (the lift's own record)."""
+    from pinakes.explain import node_labels
+
+    wanted = [c for c in chunk_ids if int(c) in lifts]
+    if not wanted:
+        return {}
+    roots = graph.nodes_of_chunks([int(v["root_chunk"]) for c in wanted for v in lifts[c].via])
+    labels = node_labels(ctx.store.conn, graph, roots.values())
+    out: dict[int, dict[str, Any]] = {}
+    for cid in wanted:
+        lift = lifts[cid]
+        via = [{**v, "root": labels.get(roots.get(int(v["root_chunk"]), -1), {}).get("label")}
+               for v in lift.via]
+        out[int(cid)] = {"bridge": {"before": lift.before, "lift": lift.lift, "after": lift.after,
+                                    "gate": lift.gate, "via": via}}
+    return out
 
 
 def _walk_numbers(trace: Any, divisor: np.ndarray | None, cid: int, node: int) -> dict[str, Any]:
