@@ -43,6 +43,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
         "coverage": {},
         "zero_links": [],
         "dangling": [],
+        "moved_links": [],
         "duplicate_ids": [],
         "orphan_sidecars": [],
         "disagreements": [],
@@ -74,6 +75,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
             "SELECT doc, ulid, path, title, sidecar_path, meta FROM documents ORDER BY path")]
         report["store"]["documents"] = len(docs)
         _coverage(kb, conn, docs, report)
+        _moved_links(conn, report)
         _duplicates(conn, report)
         sidecar_paths = {d["sidecar_path"] for d in docs}
         for d in docs:
@@ -89,7 +91,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
         h for h in report["hubs"]
         if h["kind"] == "tag" and h["share"] >= GLUE_SHARE and h["degree"] >= GLUE_MIN_DOCS
     ]
-    warnings = sum(len(report[k]) for k in ("dangling", "orphan_sidecars", "disagreements",
+    warnings = sum(len(report[k]) for k in ("dangling", "moved_links", "orphan_sidecars", "disagreements",
                                             "adoption_drift", "glue_tags",
                                             "bad_link_entries", "problems"))
     return _finish(report, errors=len(report["duplicate_ids"]), warnings=warnings)
@@ -99,7 +101,7 @@ def _finish(report: dict[str, Any], errors: int = 0, warnings: int = 0) -> dict[
     report["errors"] = errors
     report["warnings"] = warnings
     report["ok"] = errors == 0
-    for key in ("zero_links", "dangling", "orphan_sidecars", "disagreements", "adoption_drift",
+    for key in ("zero_links", "dangling", "moved_links", "orphan_sidecars", "disagreements", "adoption_drift",
                 "bad_link_entries",
                 "problems"):
         report["counts"][key] = len(report[key])
@@ -146,6 +148,31 @@ def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, A
         "with_any_links": len(linked),
     }
     report["zero_links"] = [d["path"] for d in docs if d["doc"] not in linked]
+
+
+def _moved_links(conn: Any, report: dict[str, Any]) -> None:
+    """Links that resolve only through a move record (pinakes/relink.py): the text needs fixing.
+
+    Pinakes never edits a body, so a body link to a note that moved keeps
+    naming the old path; it resolves meanwhile (the graph keeps its edge), and
+    this names the move and the new path.
+    """
+    for r in conn.execute(
+        "SELECT l.raw, l.key, l.line, l.origin, s.path AS src, s.sidecar_path, d.path AS dst,"
+        " EXISTS(SELECT 1 FROM moves m WHERE m.path = l.key AND m.doc = d.doc) AS target_moved"
+        " FROM links l JOIN documents s ON s.doc = l.src_doc"
+        " JOIN documents d ON d.ulid = l.dst_ulid WHERE l.reason = 'moved'"
+        " ORDER BY s.path, l.origin, l.line, l.id"
+    ):
+        if r["target_moved"]:
+            how = f"{r['key']} moved to {r['dst']}"
+        else:
+            how = f"written before {r['src']} moved; the document meant is {r['dst']}"
+        report["moved_links"].append({
+            "file": r["src"] if r["origin"] != SIDECAR else r["sidecar_path"], "line": r["line"],
+            "target": r["raw"], "old": r["key"], "new": r["dst"], "origin": r["origin"],
+            "message": f"{how}: update the link (it resolves through the move meanwhile)",
+        })
 
 
 def _duplicates(conn: Any, report: dict[str, Any]) -> None:

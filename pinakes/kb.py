@@ -23,7 +23,7 @@ from .errors import AmbiguousDocument, DocumentNotFound, KBNotFound, UnknownEmbe
 from .fsutil import atomic_write
 from .search import DenseIndex, SearchResult, hybrid_search
 from .sidecar import is_ulid
-from .store import Store
+from .store import Store, note_once
 
 if TYPE_CHECKING:
     from .sync import ProgressFn, SyncReport
@@ -210,7 +210,18 @@ class KB:
             self._graph = None
             self._reader = Store.open_for_read(self.config.state_dir, self.signature)
             self._reader_ino = ino
+            if self._reader.note:
+                note_once(f"{self.name}: {self._reader.note}")
         return self._reader
+
+    @property
+    def index_note(self) -> str:
+        """What the index lacks for this install, or has that it cannot use ("" when it matches).
+
+        Set when the index was synced by another install with other plugins
+        (see :func:`pinakes.store.read_compatibility`).
+        """
+        return self.reader().note
 
     def dense_index(self, store: Store) -> DenseIndex:
         """The vector matrix of the store's current generation (reloaded after a sync)."""

@@ -246,12 +246,16 @@ class Resolver:
         self.conn = conn
         self.root = root
 
-    def resolve(self, items: Sequence[tuple[str, str, str]]) -> list[tuple[str | None, str | None]]:
-        """``items`` are (kind, key, source path); returns (ULID, None) or (None, reason) each."""
+    def resolve(self, items: Sequence[tuple[str, ...]]) -> list[tuple[str | None, str | None]]:
+        """``items`` are (kind, key, source path[, raw]); returns (ULID, None) or (None, reason) each.
+
+        A target no document answers may be answered by a move record
+        (:func:`_through_moves`): then (ULID, ``"moved"``).
+        """
         paths: set[str] = set()
         ids: set[str] = set()
         titles: set[str] = set()
-        for kind, key, src in items:
+        for kind, key, src, *_ in items:
             if kind == "path" and not is_outside(key):
                 paths.add(key)
             elif kind == "id" and is_ulid(key):
@@ -270,7 +274,7 @@ class Resolver:
             ):
                 by_title.setdefault(nocase(title), []).append(ulid)
         out: list[tuple[str | None, str | None]] = []
-        for kind, key, src in items:
+        for kind, key, src, *_ in items:
             if kind == "path":
                 if is_outside(key):
                     out.append((None, "outside-kb"))
@@ -288,6 +292,47 @@ class Resolver:
                 out.append(self._wiki(key, src, by_title, by_path))
             else:
                 out.append((None, "missing-file"))
+        return self._through_moves(items, out)
+
+    def _through_moves(self, items: Sequence[tuple[str, ...]],
+                       out: list[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
+        """Answer ``missing-file`` links from move records (pinakes/relink.py).
+
+        A path a document moved away from resolves to that document; a relative
+        link written in a document that has since moved is read from the folder
+        it was written in. Both resolve with reason ``moved``, which ``pnk
+        doctor`` reports so the text can be fixed.
+        """
+        missing = [i for i, ans in enumerate(out) if ans == (None, "missing-file")]
+        if not missing:
+            return out
+        from .relink import MOVED, is_relative, lookup, previous_paths
+
+        prev = previous_paths(self.conn, {items[i][2] for i in missing})
+        candidates: dict[int, list[str]] = {}
+        for i in missing:
+            kind, key, src = items[i][:3]
+            raw = items[i][3] if len(items[i]) > 3 else None
+            olds = prev.get(src, [])
+            if kind == "path":
+                cands = [key]
+                if raw is not None and is_relative(raw):
+                    written = posixpath.relpath(key, posixpath.dirname(src) or ".")
+                    cands += [kb_path(written, old) for old in olds]
+            else:
+                cands = [p for s in (src, *olds) for p in _wiki_paths(key, s)]
+            candidates[i] = [c for c in dict.fromkeys(cands) if c and not is_outside(c)]
+        wanted = sorted({c for cs in candidates.values() for c in cs})
+        if not wanted:
+            return out
+        by_path = self._lookup("SELECT path, ulid FROM documents WHERE path IN ({})", wanted)
+        moved = lookup(self.conn, wanted)
+        for i, cands in candidates.items():
+            for c in cands:
+                ulid = by_path.get(c) or moved.get(c)
+                if ulid is not None:
+                    out[i] = (ulid, MOVED)
+                    break
         return out
 
     def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
@@ -368,6 +413,9 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     stale = [key for key, _ in inserted] + [key for key, _ in removed]
     for chunk in _chunks(sorted(set(stale))):
         conn.execute(f"DELETE FROM links WHERE src_doc IN ({','.join('?' * len(chunk))})", chunk)
+    from .relink import store_records
+
+    recorded = store_records(conn, inserted, sorted(set(stale)))  # move records (relink.py)
     # Links of other documents whose answer may have changed (collected before the new rows exist).
     ids: set[int] = set()
     for chunk in _chunks(sorted(gone)):
@@ -382,6 +430,13 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     if structural:
         ids.update(r[0] for r in conn.execute(
             "SELECT id FROM links WHERE dst_ulid IS NULL AND kind != 'kb'"))
+    if inserted:
+        # Links answered by a move record: a document may now live at the old path,
+        # or the record may be gone. Few rows: they are retried whenever anything changed.
+        ids.update(r[0] for r in conn.execute("SELECT id FROM links WHERE reason = 'moved'"))
+    for chunk in _chunks(recorded):
+        ids.update(r[0] for r in conn.execute(
+            f"SELECT id FROM links WHERE dst_ulid IS NULL AND key IN ({','.join('?' * len(chunk))})", chunk))
     resolver = Resolver(conn, root)
     # The new rows, resolved before they are written (one executemany).
     fresh: list[tuple[int, LinkRow]] = [
@@ -390,7 +445,7 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
                           no_hub=bool(no_link_hub) and matches_any(doc.rel, no_link_hub))
     ]
     paths = {doc_key: doc.rel for doc_key, doc in inserted}
-    answers = resolver.resolve([(r.target.kind, r.target.key, paths[k]) for k, r in fresh]) if fresh else []
+    answers = resolver.resolve([(r.target.kind, r.target.key, paths[k], r.raw) for k, r in fresh]) if fresh else []
     conn.executemany(
         "INSERT INTO links(src_doc, origin, raw, kind, key, rel, note, provenance, line, dst_ulid,"
         " reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -399,13 +454,13 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     )
     if not ids:
         return set()
-    todo: list[tuple[int, str, str, str, int, str | None]] = []
+    todo: list[tuple[int, str, str, str, int, str | None, str]] = []
     for chunk in _chunks(sorted(ids)):
         marks = ",".join("?" * len(chunk))
         todo.extend(tuple(r) for r in conn.execute(
-            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid FROM links l"
+            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.raw FROM links l"
             f" JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
-    results = resolver.resolve([(t[1], t[2], t[3]) for t in todo])
+    results = resolver.resolve([(t[1], t[2], t[3], t[6]) for t in todo])
     changed = [(dst, reason, t[0]) for t, (dst, reason) in zip(todo, results, strict=True)]
     conn.executemany("UPDATE links SET dst_ulid = ?, reason = ? WHERE id = ?", changed)
     return {t[4] for t, (dst, _) in zip(todo, results, strict=True) if t[5] != dst}

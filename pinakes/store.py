@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from .errors import PinakesError, StoreBusy
 from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "5"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts
+SCHEMA_VERSION = "6"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: moves
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -87,11 +88,18 @@ CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
     line INTEGER NOT NULL,              -- in the document (reverse-scan) or its sidecar
     dst_ulid TEXT,                      -- the resolved target; NULL while unresolved
     dst_kb TEXT NOT NULL DEFAULT '',    -- '' = this KB (other fleet KBs are looked up when read)
-    reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...
+    reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...;
+                                        -- 'moved' on a row resolved through a move record
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src_doc);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
 CREATE INDEX IF NOT EXISTS links_key ON links(key COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS moves (      -- a document's earlier paths: its sidecar's moved_from
+    path TEXT NOT NULL,                 -- (pinakes/relink.py); links to them resolve to it
+    doc INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS moves_path ON moves(path);
+CREATE INDEX IF NOT EXISTS moves_doc ON moves(doc);
 """
 
 # The layout of the old in-KB ``.pinakes/cache.db``. Chunk vectors now live in the
@@ -203,6 +211,9 @@ class Store:
         self.conn = conn
         self._cache: EmbeddingCache | None = None
         self._cache_opened = False
+        #: Set by :meth:`open_for_read` when the index was built by another plugin set
+        #: (another install): what this reader searches without, said once per process.
+        self.note = ""
 
     # --- opening ---------------------------------------------------------
 
@@ -288,10 +299,10 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise NotSynced(f"the index is unreadable ({exc}): run `pnk sync --rebuild`") from exc
         if found != signature:
-            raise NotSynced(
-                "the index was built with another schema, tokenizer, embedder or plugin set: "
-                "run `pnk sync` to rebuild it"
-            )
+            usable, note = read_compatibility(found or "", signature)
+            if not usable:
+                raise NotSynced(note)
+            store.note = note
         return store
 
     def close(self) -> None:
@@ -417,6 +428,67 @@ class Store:
         for row in self.conn.execute("SELECT path, problems FROM documents WHERE problems != '[]'"):
             out.extend((row[0], msg) for msg in json.loads(row[1]))
         return sorted(out)
+
+
+_noted: set[str] = set()
+
+
+def note_once(message: str) -> None:
+    """Say ``message`` on stderr once per process (stdout belongs to results and the MCP protocol)."""
+    if message not in _noted:
+        _noted.add(message)
+        import sys
+
+        print(f"pnk: note: {message}", file=sys.stderr)
+
+
+def parse_signature(signature: str) -> dict[str, Any]:
+    """A signature's parts: ``core`` (schema, tokenizer, embedder and settings), ``tables``
+    (plugin table versions by plugin) and ``derivers`` (edge deriver versions by name)."""
+    core: list[str] = []
+    tables: dict[str, str] = {}
+    derivers: dict[str, str] = {}
+    for part in signature.split(";") if signature else []:
+        key, _, value = part.partition("=")
+        if key in ("schema", "tokenizer", "embedder", "setting") or not value:
+            core.append(part)
+        elif key == "deriver":
+            name, _, version = value.partition(":")
+            derivers[name] = version
+        else:
+            tables[key] = value
+    return {"core": sorted(core), "tables": tables, "derivers": derivers}
+
+
+def read_compatibility(found: str, wanted: str) -> tuple[bool, str]:
+    """Whether a reader wanting ``wanted`` can search an index built as ``found``; and what to say.
+
+    Two installs share one KB (an MCP server from one environment, a CLI from
+    another; a core-only venv beside a full one). What a *writer* stores
+    depends on its plugins, so a writer whose plugin set differs rebuilds. A
+    *reader* needs only the schema, the tokenizer, the embedder and the link
+    settings to match: it searches the index it finds, without the parts it
+    lacks the plugins for (their tables are simply not read) or with an empty
+    graph where the index has none, and says so. (False, message) otherwise.
+    """
+    a, b = parse_signature(found), parse_signature(wanted)
+    if a["core"] != b["core"]:
+        return False, ("the index was built with another schema, tokenizer, embedder or link "
+                       "setting: run `pnk sync` to rebuild it")
+    only_index = {n for k in ("derivers", "tables") for n in a[k] if n not in b[k]}
+    only_here = {n for k in ("derivers", "tables") for n in b[k] if n not in a[k]}
+    versions = {n for k in ("derivers", "tables") for n, v in a[k].items() if n in b[k] and b[k][n] != v}
+    said = []
+    if only_index:
+        said.append(f"built with plugins this install does not have ({', '.join(sorted(only_index))}): "
+                    "searching it without them")
+    if only_here:
+        said.append(f"built without this install's {', '.join(sorted(only_here))}: searching it without "
+                    "what they add until `pnk sync` runs from this install")
+    if versions:
+        said.append(f"built by other versions of {', '.join(sorted(versions))}: searching it as it is "
+                    "until `pnk sync` runs from this install")
+    return True, ("the index was " + "; and ".join(said)) if said else ""
 
 
 def _scales(tail: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from .graph import run_derivers
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
 from .moves import finish_interrupted_swap, recognise_moves
+from .relink import follow_moves, moved_from
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
@@ -76,6 +77,15 @@ class SyncReport:
     embed_seconds: float = 0.0
     generation: int = 0
     edges_written: int = 0
+    #: Sidecars whose links sync re-aimed at moved documents: (sidecar, [(before, after)]).
+    relinked: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)
+    #: Moves recorded in a moved document's sidecar (``moved_from``): (sidecar, old, new).
+    move_records: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Sidecars sync moved after their documents (old, new), and of those the paths to
+    #: stage in git (old and new; empty outside a git work tree): see moves.git_stage_paths.
+    sidecars_moved: list[tuple[str, str]] = field(default_factory=list)
+    git_stage: list[str] = field(default_factory=list)
+    git_root: str = ""  # the KB folder the git_stage paths are relative to
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -115,6 +125,11 @@ class SyncReport:
             "embed_seconds": round(self.embed_seconds, 3),
             "generation": self.generation,
             "edges_written": self.edges_written,
+            "relinked": [{"sidecar": sc, "changes": [{"from": a, "to": b} for a, b in ch]}
+                         for sc, ch in self.relinked],
+            "move_records": [{"sidecar": sc, "from": a, "to": b} for sc, a, b in self.move_records],
+            "sidecars_moved": [{"from": a, "to": b} for a, b in self.sidecars_moved],
+            "git_stage": self.git_stage,
         }
 
 
@@ -139,6 +154,7 @@ class PreparedDoc:
     sidecar: Sidecar | None = None
     fm_problems: list[str] = field(default_factory=list)  # the document's own (not its sidecar's)
     awaiting: bool = False  # no sidecar yet: maybe a move whose sidecar stayed behind
+    moved_from: list[str] = field(default_factory=list)  # its sidecar's move records (relink.py)
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -169,6 +185,11 @@ def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None
             store.close()
         if settled is not None:
             _merge_settled(report, settled)
+    if report.sidecars_moved:
+        from .moves import git_stage_paths
+
+        report.git_stage = git_stage_paths(kb.root, report.sidecars_moved)
+        report.git_root = str(kb.root)
     kb.invalidate()
     report.seconds = time.perf_counter() - started
     return report
@@ -209,6 +230,9 @@ def _merge_settled(report: SyncReport, settled: SyncReport) -> None:
 
     report.renamed = once(settled.renamed, report.renamed)
     report.sidecars_created = once(settled.sidecars_created, report.sidecars_created)
+    report.sidecars_moved = once(settled.sidecars_moved, report.sidecars_moved)
+    report.relinked = once(settled.relinked, report.relinked)
+    report.move_records = once(settled.move_records, report.move_records)
     report.problems = once(settled.problems, report.problems)
 
 
@@ -321,6 +345,9 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             renames[doc.rel] = vanished.pop(doc.ulid)
     removed = [row for row in removed if row["ulid"] in vanished]
     renames.update(swaps)
+    # Authored links follow moved documents; body links get a move record (relink.py).
+    follow_moves(kb, store, renames, existing, removed, prepared, report,
+                 lambda rel: _reprepare(kb, rel, budget, report))
 
     # Phase 2: vectors, from the cache where possible. A large embedding job is
     # left to phase 4, after the documents are committed and searchable.
@@ -392,6 +419,21 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
             f"duplicate id {ulid} claimed by {paths}: both are indexed; give one a new id "
             "(delete its `id:` line and run `pnk sync`)"
         )
+
+
+def _reprepare(kb: KB, rel: str, budget: int, report: SyncReport) -> PreparedDoc | None:
+    """Read an unchanged document again, because this sync rewrote its sidecar (relink.py)."""
+    path = kb.root / rel
+    try:
+        st = path.stat()
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    sc_rel = sidecar_rel_path(rel, str(kb.config.kb["sidecars"]))
+    report.unchanged -= 1
+    return _prepare(rel, text, hashlib.sha256(raw).hexdigest(), st, sc_rel, kb.root / sc_rel, budget,
+                    kb.embedder, report, root=kb.root)
 
 
 def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
@@ -469,6 +511,7 @@ def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = T
     doc.tags = sc.tags or _fm_tags(fm)
     doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
     doc.sidecar_stat = _stat_key(sc_path)
+    doc.moved_from = moved_from(sc.data) if not sc.error else []
     doc.awaiting = False
     return True
 
