@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .fsutil import WalkProblem, walk_kb
 from .graph import top_hubs
+from .health import mark_damaged, verify_index
 from .links import DOC_SUFFIXES, SIDECAR, FleetLookup, fleet_refine
 from .sidecar import ADOPTED, SIDECAR_OWN_KEYS, SUFFIX
-from .store import SCHEMA_VERSION, NotSynced
+from .store import SCHEMA_VERSION, NotSynced, damaged
 
 if TYPE_CHECKING:
     from .kb import KB
@@ -60,6 +61,14 @@ def diagnose(kb: KB) -> dict[str, Any]:
         store = kb.reader()
     except NotSynced as exc:
         report["store"] = {"indexed": True, "current": False, "message": str(exc)}
+        return _finish(report, errors=1)
+    # Doctor reads every row once (pinakes/health.py): damage no search has met yet is
+    # found here, and marked so the next sync rebuilds.
+    damage = verify_index(db)
+    if damage is not None:
+        mark_damaged(kb.config.state_dir, damage)
+        kb.invalidate()
+        report["store"] = {"indexed": True, "current": False, "damaged": damage, "message": damaged(damage)}
         return _finish(report, errors=1)
     last = store.get_meta("last_sync")
     report["store"] = {

@@ -110,6 +110,7 @@ class DenseIndex:
     ids: np.ndarray  # int64 chunk ids, ascending
     codes: np.ndarray  # uint8 (n, dim), offset codes
     scale: np.ndarray  # float32 (n,)
+    crc: np.ndarray | None = None  # uint32 (n,): each stored row's CRC-32, checked when re-scored
 
     def row_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """Matrix rows of the given chunk ids (ids are sorted, so this is a binary search)."""
@@ -141,8 +142,28 @@ class DenseIndex:
         m = min(int(rescore), len(cos))
         if m > 0:
             top = np.argpartition(-cos, m - 1)[:m]
+            self.check(top)
             cos[top] = self.vectors(top) @ np.asarray(query, dtype=np.float32)
         return cos
+
+    def check(self, rows: np.ndarray) -> None:
+        """Raise IndexDamaged when a row's codes and scale no longer match their stored CRC-32.
+
+        Only the rows a search is about to rank (its re-scored top) are checked:
+        a damaged scale byte could put one chunk first for every query, and
+        SQLite never looks inside a blob. ~1 us per row.
+        """
+        if self.crc is None or not len(rows):
+            return
+        from .health import crc_of
+
+        scale = self.scale.astype("<f4")
+        for r in np.asarray(rows, dtype=np.intp).tolist():
+            if crc_of(self.codes[r].tobytes() + scale[r].tobytes()) != int(self.crc[r]):
+                from .errors import IndexDamaged
+                from .store import damaged
+
+                raise IndexDamaged(damaged(f"chunk {int(self.ids[r])}'s vector does not match its checksum"))
 
 
 @dataclass
@@ -468,6 +489,7 @@ def hybrid_search(
         details = _chunk_details(conn, [cid for cid, _ in top_hits])
     rank_of = {name: {cid: i + 1 for i, cid in enumerate(ids)} for name, ids in lists.ranked.items()}
     snippet_terms = terms + [t for e in entities for t in query_terms(e, keep_stopwords=True)]
+    _check_hits(top_hits, texts, details)
     hits = []
     for cid, score in top_hits:
         d = details[cid]
@@ -750,6 +772,29 @@ def _chunk_texts(conn: Any, ids: list[int]) -> dict[int, tuple[str, str, str]]:
     return out
 
 
+def _check_hits(top_hits: list[tuple[int, float]], texts: dict[int, tuple[str, str, str]],
+                details: dict[int, dict[str, Any]]) -> None:
+    """No answer from damaged rows: each hit's title, heading and text must match its content hash.
+
+    The hash is what the chunk was embedded (and its vector cached) under, so a
+    flipped byte in the text SQLite keeps for us is caught before it is shown;
+    one SHA-1 per hit.
+    """
+    from .health import chunk_hash
+    from .text import embed_text
+
+    for cid, _ in top_hits:
+        d = details.get(cid)
+        if d is None or cid not in texts:
+            continue  # gone in a race with a sync: reported as it always was
+        title, _, body = texts[cid]
+        if chunk_hash(embed_text(title, json.loads(d["heading_path"]), body)) != d["hash"]:
+            from .errors import IndexDamaged
+            from .store import damaged
+
+            raise IndexDamaged(damaged(f"chunk {cid}'s text does not match its content hash"))
+
+
 def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
@@ -757,7 +802,7 @@ def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     return {
         int(r["id"]): dict(r)
         for r in conn.execute(
-            f"SELECT c.id, c.ordinal, c.heading_path, c.start_line, d.ulid, d.title, d.path "
+            f"SELECT c.id, c.ordinal, c.heading_path, c.start_line, c.hash, d.ulid, d.title, d.path "
             f"FROM chunks c JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
             ids,
         )

@@ -29,13 +29,14 @@ import numpy as np
 from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
 from .graph import run_derivers
+from .health import chunk_hash
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
 from .moves import finish_interrupted_swap, recognise_moves
 from .relink import follow_moves, moved_from
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
-from .text import segment_cjk
+from .text import embed_text, segment_cjk
 
 if TYPE_CHECKING:
     from .kb import KB
@@ -73,6 +74,7 @@ class SyncReport:
     sidecars_created: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     rebuilt: bool = False
+    healed: str = ""  # why the index was found damaged (and so rebuilt), if it was
     seconds: float = 0.0
     embed_seconds: float = 0.0
     generation: int = 0
@@ -104,7 +106,9 @@ class SyncReport:
         if self.problems:
             text += f"; {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
         text += f" in {self.seconds:.2f}s"
-        if self.rebuilt:
+        if self.healed:
+            text = f"the index was damaged ({self.healed}); rebuilt it from your files: " + text
+        elif self.rebuilt:
             text = "rebuilt the index: " + text
         return text
 
@@ -121,6 +125,7 @@ class SyncReport:
             "sidecars_created": self.sidecars_created,
             "problems": self.problems,
             "rebuilt": self.rebuilt,
+            "healed": self.healed,
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
             "generation": self.generation,
@@ -174,17 +179,19 @@ def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None
     from .store import SyncLock
 
     started = time.perf_counter()
-    report = SyncReport()
     with SyncLock(kb.config.state_dir, wait=lock_wait):
-        settled = _settle_before_rebuild(kb, progress) if rebuild else None
-        store, rebuilt = kb.open_store_for_write(rebuild=rebuild)
         try:
-            report.rebuilt = rebuilt
-            _sync(kb, store, report, progress)
-        finally:
-            store.close()
-        if settled is not None:
-            _merge_settled(report, settled)
+            report = _sync_locked(kb, rebuild, progress)
+        except Exception as exc:
+            # The index is derived: damage found mid-sync costs a rebuild, never the sync.
+            from .health import damage_of, discard_index
+
+            reason = damage_of(exc, kb.config.state_dir / "index.db")
+            if reason is None:
+                raise
+            discard_index(kb.config.state_dir)
+            report = _sync_locked(kb, False, progress)
+            report.rebuilt, report.healed = True, reason
     if report.sidecars_moved:
         from .moves import git_stage_paths
 
@@ -192,6 +199,28 @@ def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None
         report.git_root = str(kb.root)
     kb.invalidate()
     report.seconds = time.perf_counter() - started
+    return report
+
+
+def _sync_locked(kb: KB, rebuild: bool, progress: ProgressFn | None) -> SyncReport:
+    """One sync under the lock: settle (for ``--rebuild``), open (rebuilding if needed), sync."""
+    from . import health
+
+    state = kb.config.state_dir
+    report = SyncReport()
+    settled = _settle_before_rebuild(kb, progress) if rebuild else None
+    store, rebuilt = kb.open_store_for_write(rebuild=rebuild)
+    try:
+        report.rebuilt, report.healed = rebuilt, store.healed
+        _sync(kb, store, report, progress)
+        # What the next open checks a lost or stale write-ahead log against.
+        health.record_generation(state, store.get_meta("store_id"), store.generation)
+    finally:
+        store.close()
+    if rebuilt or health.marked_damage(state) is None:
+        health.clear_mark(state)  # a mark about a store this sync (or an earlier one) replaced
+    if settled is not None:
+        _merge_settled(report, settled)
     return report
 
 
@@ -208,14 +237,21 @@ def _settle_before_rebuild(kb: KB, progress: ProgressFn | None) -> SyncReport | 
 
     if index_signature(kb.config.state_dir) != kb.signature:
         return None
+    from .health import damage_of
+
     pre = SyncReport()
     try:
         store, _ = kb.open_store_for_write()
     except sqlite3.DatabaseError:
         return None
+    if store.healed:  # damaged: it was just dropped, there is nothing to settle from
+        store.close()
+        return None
     try:
         _sync(kb, store, pre, progress)
-    except sqlite3.DatabaseError:
+    except Exception as exc:
+        if damage_of(exc, kb.config.state_dir / "index.db") is None:
+            raise
         return None  # a damaged index: nothing to settle from; truth files are whole
     finally:
         store.close()
@@ -532,12 +568,6 @@ def _provisional_id(rel: str) -> str:
     return "".join(alphabet[(n >> (5 * i)) & 31] for i in reversed(range(26)))
 
 
-def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """What the embedder sees for a chunk: its document title and heading path give context."""
-    head = " > ".join(heading_path)
-    return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
-
-
 #: Up to this many chunks to embed, a sync embeds before committing (one atomic
 #: transaction, as for an edit); more, and the documents are committed first with
 #: no vectors, searchable lexically at once, and embedded afterwards (phase 4).
@@ -558,7 +588,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
     for doc in docs:
         for chunk in doc.parsed.chunks:
             text = embed_text(doc.title, chunk.heading_path, chunk.text)
-            h = hashlib.sha1(text.encode("utf-8")).hexdigest()
+            h = chunk_hash(text)
             doc.chunk_rows.append({"chunk": chunk, "hash": h})
             pending.setdefault(h, text)
     cached = store.cached_vectors(model, list(pending))

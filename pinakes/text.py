@@ -96,3 +96,13 @@ def term_pattern(term: str) -> re.Pattern[str]:
     # first, which is ~3x faster (search runs this on every lexical candidate).
     lit = re.escape(stem)
     return re.compile(lit + r"(?<![^\W_]" + lit + ")", re.IGNORECASE)
+
+
+def embed_text(title: str, heading_path: tuple[str, ...] | list[str], text: str) -> str:
+    """What the embedder sees for a chunk: its document title and heading path give context.
+
+    Its SHA-1 is the chunk's content hash: the embedding cache's key, and what a
+    search checks a hit's stored text against (pinakes/health.py).
+    """
+    head = " > ".join(heading_path)
+    return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
