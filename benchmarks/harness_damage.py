@@ -354,7 +354,9 @@ def face_serve(root: Path, user: Path, queries: list[str], clean: list[Any], row
     text = log.read_text(encoding="utf-8")
     if "Traceback" in text:
         case.fail(f"serve logged a traceback: {text[-500:]}")
-    case.result = "refused, then healed by the watcher" if "refused" in outcomes else "answered cleanly"
+    healed = "the index was damaged" in text
+    case.result = ("refused, then healed by the watcher" if "refused" in outcomes else
+                   "answered cleanly, healed by the watcher" if healed else "answered cleanly")
     settle(root, user, queries, clean, rows, case, False)
 
 

@@ -59,6 +59,15 @@ def crc_of(blob: bytes) -> int:
     return zlib.crc32(blob)
 
 
+def row_checksum(ulid: str, path: str, ordinal: int, start_line: int, end_line: int, h: str) -> int:
+    """CRC-32 of what a hit shows besides its text (which its content hash covers).
+
+    A flipped byte in a path or an id can leave valid UTF-8 (``colbert.md`` read
+    as ``colbest.md``); this is what catches it.
+    """
+    return zlib.crc32(f"{ulid}\0{path}\0{ordinal}\0{start_line}\0{end_line}\0{h}".encode())
+
+
 # --- telling damage from other failures ----------------------------------------------------
 
 
@@ -124,18 +133,23 @@ def verify_index(db: Path) -> str | None:
         if [tuple(r) for r in rows] != [("ok",)]:
             return "integrity check: " + "; ".join(str(r[0]) for r in rows[:3])
         titles: dict[int, str] = {}
-        for doc, title, tags, meta, problems in conn.execute(
-                "SELECT doc, title, tags, meta, problems FROM documents"):
+        names: dict[int, tuple[str, str]] = {}
+        for doc, ulid, path, title, tags, meta, problems in conn.execute(
+                "SELECT doc, ulid, path, title, tags, meta, problems FROM documents"):
             for value in (tags, meta, problems):
                 json.loads(value)
             titles[doc] = title
+            names[doc] = (ulid, path)
         dim = int((conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone() or [0])[0])
-        for cid, doc, heading, text, h, vec in conn.execute(
-                "SELECT id, doc, heading_path, text, hash, vec FROM chunks"):
+        for cid, doc, ordinal, heading, text, h, start, end, vec, check in conn.execute(
+                "SELECT id, doc, ordinal, heading_path, text, hash, start_line, end_line, vec, checksum"
+                " FROM chunks"):
             if doc not in titles:
                 return f"chunk {cid} belongs to no document"
             if chunk_hash(embed_text(titles[doc], tuple(json.loads(heading)), text)) != h:
                 return f"chunk {cid}'s text does not match its content hash"
+            if row_checksum(*names[doc], ordinal, start, end, h) != check:
+                return f"chunk {cid}'s document, place or hash does not match its checksum"
             if vec is not None and (len(vec) != dim + 8 or not vector_intact(vec)):
                 return f"chunk {cid}'s vector does not match its checksum"
         for table in ("links", "problems", "nodes", "edges", "moves", "meta"):

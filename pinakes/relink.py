@@ -43,7 +43,6 @@ from .links import SCAN, SIDECAR, classify, is_outside, kb_path, nocase
 from .sidecar import read_sidecar, write_sidecar
 
 if TYPE_CHECKING:
-    from .kb import KB
     from .store import Store
     from .sync import PreparedDoc, SyncReport
 
@@ -71,23 +70,27 @@ def moved_from(data: Any) -> list[str]:
     return out
 
 
-def follow_moves(kb: KB, store: Store, renames: dict[str, Any], existing: dict[str, Any],
-                 removed: Sequence[Any], prepared: list[PreparedDoc], report: SyncReport,
-                 reprepare: Callable[[str], PreparedDoc | None]) -> None:
+#: ``identify(doc, sidecar path, report, root=...)``: sync's, which re-reads a sidecar into a document.
+Identify = Callable[..., Any]
+
+
+def follow_moves(root: Path, own: str, bundle: str, store: Store, renames: dict[str, Any],
+                 existing: dict[str, Any], removed: Sequence[Any], prepared: list[PreparedDoc],
+                 report: SyncReport, reprepare: Callable[[str], PreparedDoc | None],
+                 identify: Identify) -> None:
     """Rewrite authored links to (and of) moved documents; record moves body links need.
 
     Called by sync after moves are recognised and before anything is embedded
-    or written to the index. ``renames`` maps a new path to the document's row
-    before this sync; ``existing`` holds every row by path, ``removed`` the rows
-    of documents that are gone. ``reprepare(path)`` reads an otherwise
-    unchanged document whose sidecar this rewrote, so it is re-indexed now.
+    or written to the index. ``own`` and ``bundle`` are the KB's name and
+    ``[kb] bundle_root`` (how its links are read). ``renames`` maps a new path
+    to the document's row before this sync; ``existing`` holds every row by
+    path, ``removed`` the rows of documents that are gone. ``reprepare(path)``
+    reads an otherwise unchanged document whose sidecar this rewrote, so it is
+    re-indexed now; ``identify`` re-reads a rewritten sidecar into its document.
     """
     moved = {row["doc"]: (row["path"], new) for new, row in renames.items() if row["path"] != new}
     if not moved:
         return
-    root = kb.root
-    own = kb.name
-    bundle = str(kb.config.kb.get("bundle_root") or "")
     by_key = {row["doc"]: row for row in existing.values()}
     gone = {row["doc"] for row in removed}
     by_rel = {doc.rel: doc for doc in prepared}
@@ -119,10 +122,10 @@ def follow_moves(kb: KB, store: Store, renames: dict[str, Any], existing: dict[s
         changes = _rewrite_sidecar(root / doc.sidecar_rel, doc.sidecar_rel, old_path, new_path,
                                    targets, where, own, bundle)
         if changes:
-            _reidentify(doc, root, report)
+            identify(doc, root / doc.sidecar_rel, report, root=root)
             report.relinked.append((doc.sidecar_rel, [(before, after) for before, after, _ in changes]))
             rewritten.update((src_key, key) for _, _, key in changes)
-    _record_moves(kb, store, moved, by_key, by_rel, existing, gone, rewritten, report)
+    _record_moves(root, store, moved, by_key, by_rel, existing, gone, rewritten, report, identify)
 
 
 def _authored_rows(store: Store, ulids: list[str], keys: list[int]) -> dict[int, dict[str, str]]:
@@ -198,15 +201,9 @@ def restyle(written: str, src: str, dest: str, own: str, bundle: str) -> str | N
     return after if t is not None and t.kind == "path" and t.key == dest else None
 
 
-def _reidentify(doc: PreparedDoc, root: Path, report: SyncReport) -> None:
-    from .sync import identify
-
-    identify(doc, root / doc.sidecar_rel, report, root=root)
-
-
-def _record_moves(kb: KB, store: Store, moved: dict[int, tuple[str, str]], by_key: dict[int, Any],
+def _record_moves(root: Path, store: Store, moved: dict[int, tuple[str, str]], by_key: dict[int, Any],
                   by_rel: dict[str, PreparedDoc], existing: dict[str, Any], gone: set[int],
-                  rewritten: set[tuple[int, str]], report: SyncReport) -> None:
+                  rewritten: set[tuple[int, str]], report: SyncReport, identify: Identify) -> None:
     """Add ``moved_from`` to the sidecar of each moved document some link still needs it for.
 
     Needed when, before this sync, a link that Pinakes cannot rewrite (a body
@@ -215,7 +212,6 @@ def _record_moves(kb: KB, store: Store, moved: dict[int, tuple[str, str]], by_ke
     the moved document itself has relative body links and changed folder.
     Not needed when another document now lives at the old path (a swap).
     """
-    root = kb.root
     occupied = {p for p, row in existing.items() if row["doc"] not in gone and row["doc"] not in moved}
     occupied |= set(by_rel)
     for doc_key, (old, new) in sorted(moved.items()):
@@ -238,7 +234,7 @@ def _record_moves(kb: KB, store: Store, moved: dict[int, tuple[str, str]], by_ke
             sc.data[MOVED_FROM] = seq
         seq.append(old)
         write_sidecar(sc)
-        _reidentify(doc, root, report)
+        identify(doc, root / doc.sidecar_rel, report, root=root)
         report.move_records.append((doc.sidecar_rel, old, new))
 
 

@@ -66,7 +66,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     hash TEXT NOT NULL,               -- of the embedded text; the embedding cache key
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
-    vec BLOB                          -- uint8 codes + float32 scale (pinakes.quant)
+    vec BLOB,                         -- uint8 codes + float32 scale + CRC-32 (pinakes.quant)
+    checksum INTEGER NOT NULL DEFAULT 0  -- CRC-32 of its document's id and path, its place and hash
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc, ordinal);
 -- Chunks still waiting for a vector (a first sync embeds after committing, sync.py
@@ -310,6 +311,12 @@ class Store:
                                 "run `pnk sync`") from exc
             health.mark_damaged(state_dir, reason)
             raise IndexDamaged(damaged(reason)) from exc
+        if generation == 0:
+            # Created by a sync that has not committed yet (a rebuild in progress): empty,
+            # and searching it would answer nothing, silently.
+            store.close()
+            raise NotSynced("the index is being built by a sync that has not finished: try again "
+                            "in a moment (or run `pnk sync`)")
         lost = health.lost_writes(state_dir, store_id, generation)
         if lost:
             health.mark_damaged(state_dir, lost)

@@ -29,7 +29,7 @@ import numpy as np
 from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
 from .graph import run_derivers
-from .health import chunk_hash
+from .health import chunk_hash, row_checksum
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
 from .moves import finish_interrupted_swap, recognise_moves
@@ -382,8 +382,9 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
     removed = [row for row in removed if row["ulid"] in vanished]
     renames.update(swaps)
     # Authored links follow moved documents; body links get a move record (relink.py).
-    follow_moves(kb, store, renames, existing, removed, prepared, report,
-                 lambda rel: _reprepare(kb, rel, budget, report))
+    follow_moves(root, kb.name, str(cfg.kb.get("bundle_root") or ""), store, renames, existing,
+                 removed, prepared, report,
+                 lambda rel: _reprepare(root, mode, embedder, rel, budget, report), identify)
 
     # Phase 2: vectors, from the cache where possible. A large embedding job is
     # left to phase 4, after the documents are committed and searchable.
@@ -457,19 +458,20 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         )
 
 
-def _reprepare(kb: KB, rel: str, budget: int, report: SyncReport) -> PreparedDoc | None:
+def _reprepare(root: Path, mode: str, embedder: Any, rel: str, budget: int,
+               report: SyncReport) -> PreparedDoc | None:
     """Read an unchanged document again, because this sync rewrote its sidecar (relink.py)."""
-    path = kb.root / rel
+    path = root / rel
     try:
         st = path.stat()
         raw = path.read_bytes()
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    sc_rel = sidecar_rel_path(rel, str(kb.config.kb["sidecars"]))
+    sc_rel = sidecar_rel_path(rel, mode)
     report.unchanged -= 1
-    return _prepare(rel, text, hashlib.sha256(raw).hexdigest(), st, sc_rel, kb.root / sc_rel, budget,
-                    kb.embedder, report, root=kb.root)
+    return _prepare(rel, text, hashlib.sha256(raw).hexdigest(), st, sc_rel, root / sc_rel, budget,
+                    embedder, report, root=root)
 
 
 def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
@@ -765,10 +767,11 @@ def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None
     for row in doc.chunk_rows:
         chunk = row["chunk"]
         cur = conn.execute(
-            "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec)"
-            " VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec,"
+            " checksum) VALUES (?,?,?,?,?,?,?,?,?)",
             (doc_key, chunk.ordinal, json.dumps(list(chunk.heading_path)), chunk.text, row["hash"],
-             chunk.start_line, chunk.end_line, row["vec"]),
+             chunk.start_line, chunk.end_line, row["vec"],
+             row_checksum(doc.ulid, doc.rel, chunk.ordinal, chunk.start_line, chunk.end_line, row["hash"])),
         )
         conn.execute(
             "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?, ?, ?, ?)",
