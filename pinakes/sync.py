@@ -88,6 +88,8 @@ class SyncReport:
     sidecars_moved: list[tuple[str, str]] = field(default_factory=list)
     git_stage: list[str] = field(default_factory=list)
     git_root: str = ""  # the KB folder the git_stage paths are relative to
+    #: The graph channel check that followed (pinakes.channel_choice.refresh), if any.
+    channel: dict[str, Any] | None = None
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -135,6 +137,7 @@ class SyncReport:
             "move_records": [{"sidecar": sc, "from": a, "to": b} for sc, a, b in self.move_records],
             "sidecars_moved": [{"from": a, "to": b} for a, b in self.sidecars_moved],
             "git_stage": self.git_stage,
+            "channel": self.channel,
         }
 
 
