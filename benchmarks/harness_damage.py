@@ -126,7 +126,8 @@ def hit_key(hit: dict[str, Any]) -> list[Any]:
 
 
 def refused(answer: Any) -> bool:
-    return isinstance(answer, str) and all(w in answer for w in DAMAGE_WORDS)
+    """A one-line refusal: the index is damaged (run `pnk sync`), or a rebuild is still filling it."""
+    return isinstance(answer, str) and (all(w in answer for w in DAMAGE_WORDS) or "being built" in answer)
 
 
 def index_rows(root: Path) -> dict[str, Any]:

@@ -128,17 +128,22 @@ def follow_moves(root: Path, own: str, bundle: str, store: Store, renames: dict[
     _record_moves(root, store, moved, by_key, by_rel, existing, gone, rewritten, report, identify)
 
 
+def _rows(conn: Any, sql: str, keys: Iterable[Any], *before: Any) -> Iterable[Any]:
+    """Rows of ``sql`` (whose ``{}`` takes the placeholders) for ``keys``, in batches."""
+    values = sorted(set(keys))
+    for start in range(0, len(values), _BATCH):
+        part = values[start : start + _BATCH]
+        yield from conn.execute(sql.format(",".join("?" * len(part))), (*before, *part))
+
+
 def _authored_rows(store: Store, ulids: list[str], keys: list[int]) -> dict[int, dict[str, str]]:
     """Resolved sidecar path links to a moved document or from one: src doc -> {key: ULID}."""
     out: dict[int, dict[str, str]] = {}
     base = ("SELECT src_doc, key, dst_ulid FROM links WHERE origin = ? AND kind = 'path'"
             " AND dst_ulid IS NOT NULL AND dst_kb = '' AND ")
     for column, values in (("dst_ulid", ulids), ("src_doc", keys)):
-        for start in range(0, len(values), _BATCH):
-            part = values[start : start + _BATCH]
-            marks = ",".join("?" * len(part))
-            for src, key, dst in store.conn.execute(base + f"{column} IN ({marks})", (SIDECAR, *part)):
-                out.setdefault(int(src), {})[str(key)] = str(dst)
+        for src, key, dst in _rows(store.conn, base + column + " IN ({})", values, SIDECAR):
+            out.setdefault(int(src), {})[str(key)] = str(dst)
     return out
 
 
@@ -291,29 +296,17 @@ def store_records(conn: Any, inserted: Sequence[tuple[int, Any]], stale: Sequenc
 
 def lookup(conn: Any, paths: Iterable[str]) -> dict[str, str]:
     """Old path -> the ULID of the one document that records having moved away from it."""
-    keys = sorted(set(paths))
     found: dict[str, set[str]] = {}
-    for start in range(0, len(keys), _BATCH):
-        part = keys[start : start + _BATCH]
-        marks = ",".join("?" * len(part))
-        for path, ulid in conn.execute(
-            f"SELECT m.path, d.ulid FROM moves m JOIN documents d ON d.doc = m.doc WHERE m.path IN ({marks})",
-            part,
-        ):
-            found.setdefault(path, set()).add(ulid)
+    for path, ulid in _rows(conn, "SELECT m.path, d.ulid FROM moves m JOIN documents d ON d.doc = m.doc"
+                                  " WHERE m.path IN ({})", paths):
+        found.setdefault(path, set()).add(ulid)
     return {p: next(iter(u)) for p, u in found.items() if len(u) == 1}
 
 
 def previous_paths(conn: Any, sources: Iterable[str]) -> dict[str, list[str]]:
     """Document path -> the paths it had before (its move records), for its own relative links."""
-    keys = sorted(set(sources))
     out: dict[str, list[str]] = {}
-    for start in range(0, len(keys), _BATCH):
-        part = keys[start : start + _BATCH]
-        marks = ",".join("?" * len(part))
-        for path, old in conn.execute(
-            f"SELECT d.path, m.path FROM moves m JOIN documents d ON d.doc = m.doc WHERE d.path IN ({marks})"
-            " ORDER BY m.rowid DESC", part,
-        ):
-            out.setdefault(path, []).append(old)
+    for path, old in _rows(conn, "SELECT d.path, m.path FROM moves m JOIN documents d ON d.doc = m.doc"
+                                 " WHERE d.path IN ({}) ORDER BY m.rowid DESC", sources):
+        out.setdefault(path, []).append(old)
     return out

@@ -328,6 +328,15 @@ def _hits(run: subprocess.CompletedProcess[str]) -> list[tuple[str, int]]:
     return [(h["path"], h["start_line"]) for h in json.loads(run.stdout)["hits"]]
 
 
+def _synced(tmp_path: Path, n: int = 6) -> tuple[Path, Path, list[tuple[str, int]]]:
+    """A synced KB of ``n`` documents, its user folder, and its clean answer to the test query."""
+    user = tmp_path / "user"
+    root = tmp_path / "kb"
+    write_kb(root, n)
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    return root, user, _hits(_search(root, user))
+
+
 def _heals(root: Path, user: Path, clean: list[tuple[str, int]], *needles: str) -> str:
     """The plain `pnk sync` a user tries first: succeeds, says in its one summary line that it
     rebuilt a damaged index, and the search answers as before."""
@@ -367,11 +376,7 @@ def test_flipped_bytes_in_the_index_are_refused_by_search_and_healed_by_sync(tmp
 
 def test_damage_sqlite_cannot_see_is_caught_by_content_checks(tmp_path: Path) -> None:
     """A chunk's text and a vector changed inside valid pages: the hash and the CRC catch them."""
-    user = tmp_path / "user"
-    root = tmp_path / "kb"
-    write_kb(root, 6)
-    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
-    clean = _hits(_search(root, user))
+    root, user, clean = _synced(tmp_path)
     db = root / ".pinakes" / "index.db"
     conn = sqlite3.connect(db)
     (cid,) = conn.execute("SELECT c.id FROM chunks c JOIN documents d ON d.doc = c.doc "
@@ -395,11 +400,7 @@ def test_damage_sqlite_cannot_see_is_caught_by_content_checks(tmp_path: Path) ->
 
 def test_a_path_changed_into_another_valid_one_is_caught(tmp_path: Path) -> None:
     """One bit flipped in a path can leave valid text (d03.md read as d02.md): the row checksum."""
-    user = tmp_path / "user"
-    root = tmp_path / "kb"
-    write_kb(root, 6)
-    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
-    clean = _hits(_search(root, user))
+    root, user, clean = _synced(tmp_path)
     conn = sqlite3.connect(root / ".pinakes" / "index.db")
     conn.execute("UPDATE documents SET path = 'd9' || substr(path, 3) WHERE path = ?", (clean[0][0],))
     conn.commit()
@@ -412,11 +413,7 @@ def test_a_path_changed_into_another_valid_one_is_caught(tmp_path: Path) -> None
 def test_a_damaged_graph_cache_is_rebuilt_by_the_reader(tmp_path: Path) -> None:
     """The zip's version field flipped made zipfile raise NotImplementedError, which escaped every
     search ("unexpected"), and no sync removed the file (found by the damage harness)."""
-    user = tmp_path / "user"
-    root = tmp_path / "kb"
-    write_kb(root, 6)
-    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
-    clean = _hits(_search(root, user))
+    root, user, clean = _synced(tmp_path)
     cache = root / ".pinakes" / "graph-cache.npz"
     assert cache.exists()  # left by that search
     data = bytearray(cache.read_bytes())
