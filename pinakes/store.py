@@ -306,7 +306,9 @@ class Store:
         except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: meta that is not UTF-8
             reason = health.clear_damage(exc) or (
                 health.short(str(exc)) if isinstance(exc, ValueError) else None)
-            if reason is None:  # e.g. a file a rebuild has only just created
+            if reason is None and "no such table" in str(exc):
+                raise NotSynced(BEING_BUILT) from exc  # a file a rebuild has only just created
+            if reason is None:
                 raise NotSynced(f"the index is unreadable ({' '.join(str(exc).split())}): "
                                 "run `pnk sync`") from exc
             health.mark_damaged(state_dir, reason)
@@ -315,8 +317,7 @@ class Store:
             # Created by a sync that has not committed yet (a rebuild in progress): empty,
             # and searching it would answer nothing, silently.
             store.close()
-            raise NotSynced("the index is being built by a sync that has not finished: try again "
-                            "in a moment (or run `pnk sync`)")
+            raise NotSynced(BEING_BUILT)
         lost = health.lost_writes(state_dir, store_id, generation)
         if lost:
             health.mark_damaged(state_dir, lost)
@@ -527,6 +528,11 @@ def _scales_and_crcs(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.ascontiguousarray(t[:, :4]).view("<f4").reshape(-1).astype(np.float32)
     crc = np.ascontiguousarray(t[:, 4:]).view("<u4").reshape(-1).astype(np.uint32)
     return scale, crc
+
+
+#: What a reader says about an index a sync has created but not yet committed to.
+BEING_BUILT = ("the index is being built by a sync that has not finished: try again in a moment "
+               "(or run `pnk sync`)")
 
 
 def damaged(reason: str) -> str:
