@@ -35,11 +35,13 @@ of this work.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .links import SCAN, SIDECAR, classify, is_outside, kb_path, nocase
+from .dialects import lookup_name
+from .links import SCAN, SIDECAR, classify, is_outside, kb_path
+from .movetable import is_relative, rows
 from .sidecar import read_sidecar, write_sidecar
 
 if TYPE_CHECKING:
@@ -48,10 +50,6 @@ if TYPE_CHECKING:
 
 #: The sidecar key holding a document's earlier paths (KB-relative, oldest first).
 MOVED_FROM = "moved_from"
-#: ``links.reason`` of a row resolved through a move record (``dst_ulid`` is set).
-MOVED = "moved"
-
-_BATCH = 500
 
 
 def moved_from(data: Any) -> list[str]:
@@ -128,21 +126,13 @@ def follow_moves(root: Path, own: str, bundle: str, store: Store, renames: dict[
     _record_moves(root, store, moved, by_key, by_rel, existing, gone, rewritten, report, identify)
 
 
-def _rows(conn: Any, sql: str, keys: Iterable[Any], *before: Any) -> Iterable[Any]:
-    """Rows of ``sql`` (whose ``{}`` takes the placeholders) for ``keys``, in batches."""
-    values = sorted(set(keys))
-    for start in range(0, len(values), _BATCH):
-        part = values[start : start + _BATCH]
-        yield from conn.execute(sql.format(",".join("?" * len(part))), (*before, *part))
-
-
 def _authored_rows(store: Store, ulids: list[str], keys: list[int]) -> dict[int, dict[str, str]]:
     """Resolved sidecar path links to a moved document or from one: src doc -> {key: ULID}."""
     out: dict[int, dict[str, str]] = {}
     base = ("SELECT src_doc, key, dst_ulid FROM links WHERE origin = ? AND kind = 'path'"
             " AND dst_ulid IS NOT NULL AND dst_kb = '' AND ")
     for column, values in (("dst_ulid", ulids), ("src_doc", keys)):
-        for src, key, dst in _rows(store.conn, base + column + " IN ({})", values, SIDECAR):
+        for src, key, dst in rows(store.conn, base + column + " IN ({})", values, SIDECAR):
             out.setdefault(int(src), {})[str(key)] = str(dst)
     return out
 
@@ -248,18 +238,18 @@ def _needs_record(store: Store, doc_key: int, row: Any, old: str, new: str,
     conn = store.conn
     for src, origin, kind, key in conn.execute(
         "SELECT src_doc, origin, kind, key FROM links WHERE dst_ulid = ? AND dst_kb = '' "
-        "AND kind IN ('path', 'wiki')", (row["ulid"],)
+        "AND kind IN ('path', 'guess', 'wiki')", (row["ulid"],)
     ):
-        if src == doc_key and kind == "path":
+        if src == doc_key and kind in ("path", "guess"):
             continue  # its own links: judged below, from where they were written
-        if kind == "path" and key == old and not (origin == SIDECAR and (src, key) in rewritten):
+        if kind in ("path", "guess") and key == old and not (origin == SIDECAR and (src, key) in rewritten):
             return True
-        if kind == "wiki" and nocase(key) != nocase(_title(conn, doc_key)):
+        if kind == "wiki" and lookup_name(key) != lookup_name(_title(conn, doc_key)):
             return True  # reached by path or file name, not by its title
     if posixpath.dirname(old) == posixpath.dirname(new):
         return False
     for (raw,) in conn.execute(
-        "SELECT raw FROM links WHERE src_doc = ? AND origin = ? AND kind IN ('path', 'wiki')"
+        "SELECT raw FROM links WHERE src_doc = ? AND origin = ? AND kind IN ('path', 'guess', 'wiki')"
         " AND dst_ulid IS NOT NULL",
         (doc_key, SCAN),
     ):
@@ -268,45 +258,6 @@ def _needs_record(store: Store, doc_key: int, row: Any, old: str, new: str,
     return False
 
 
-def is_relative(raw: str) -> bool:
-    """Whether a written target is read from its document's folder (not root-absolute, no scheme)."""
-    return not raw.startswith("/") and ":" not in raw.split("/", 1)[0]
-
-
 def _title(conn: Any, doc_key: int) -> str:
     row = conn.execute("SELECT title FROM documents WHERE doc = ?", (doc_key,)).fetchone()
     return str(row[0]) if row else ""
-
-
-# -- the index side: the ``moves`` table -----------------------------------------------
-
-
-def store_records(conn: Any, inserted: Sequence[tuple[int, Any]], stale: Sequence[int]) -> list[str]:
-    """Replace the move records of re-inserted documents; returns every old path now recorded.
-
-    Runs inside sync's transaction, next to the links of the same documents.
-    """
-    for start in range(0, len(stale), _BATCH):
-        part = list(stale[start : start + _BATCH])
-        conn.execute(f"DELETE FROM moves WHERE doc IN ({','.join('?' * len(part))})", part)
-    rows = [(path, key) for key, doc in inserted for path in getattr(doc, "moved_from", ())]
-    conn.executemany("INSERT INTO moves(path, doc) VALUES (?, ?)", rows)
-    return sorted({path for path, _ in rows})
-
-
-def lookup(conn: Any, paths: Iterable[str]) -> dict[str, str]:
-    """Old path -> the ULID of the one document that records having moved away from it."""
-    found: dict[str, set[str]] = {}
-    for path, ulid in _rows(conn, "SELECT m.path, d.ulid FROM moves m JOIN documents d ON d.doc = m.doc"
-                                  " WHERE m.path IN ({})", paths):
-        found.setdefault(path, set()).add(ulid)
-    return {p: next(iter(u)) for p, u in found.items() if len(u) == 1}
-
-
-def previous_paths(conn: Any, sources: Iterable[str]) -> dict[str, list[str]]:
-    """Document path -> the paths it had before (its move records), for its own relative links."""
-    out: dict[str, list[str]] = {}
-    for path, old in _rows(conn, "SELECT d.path, m.path FROM moves m JOIN documents d ON d.doc = m.doc"
-                                 " WHERE d.path IN ({}) ORDER BY m.rowid DESC", sources):
-        out.setdefault(path, []).append(old)
-    return out

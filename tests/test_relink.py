@@ -143,18 +143,18 @@ def test_a_chain_of_moves_then_a_rebuild(make_kb, mode) -> None:
     os.rename(kb.root / "notes/bore.md", kb.root / "notes/tidal-bore.md")
     kb.sync()
     (kb.root / "estuary").mkdir()
-    os.rename(kb.root / "notes/tidal-bore.md", kb.root / "estuary/bore.md")
+    os.rename(kb.root / "notes/tidal-bore.md", kb.root / "estuary/severn-bore.md")
     report = kb.sync()
-    assert report.renamed == [("notes/tidal-bore.md", "estuary/bore.md")]
-    assert "to: ../estuary/bore.md" in sc(kb, "notes/moon.md", mode).read_text()
+    assert report.renamed == [("notes/tidal-bore.md", "estuary/severn-bore.md")]
+    assert "to: ../estuary/severn-bore.md" in sc(kb, "notes/moon.md", mode).read_text()
     for rebuild in (False, True):
         if rebuild:
             assert kb.sync(rebuild=True).rebuilt
-        assert out(kb, "notes/moon.md") == {"estuary/bore.md": "causes"}
-        assert out(kb, "notes/rivers.md") == {"estuary/bore.md": "links-to"}  # body: bore.md
-        assert [m["new"] for m in kb.doctor()["moved_links"]] == ["estuary/bore.md"]
+        assert out(kb, "notes/moon.md") == {"estuary/severn-bore.md": "causes"}
+        assert out(kb, "notes/rivers.md") == {"estuary/severn-bore.md": "links-to"}  # body: bore.md
+        assert [m["new"] for m in kb.doctor()["moved_links"]] == ["estuary/severn-bore.md"]
     # The first old path is kept through the chain; the second was never linked.
-    assert "moved_from:\n  - notes/bore.md\n" in sc(kb, "estuary/bore.md", mode).read_text()
+    assert "moved_from:\n  - notes/bore.md\n" in sc(kb, "estuary/severn-bore.md", mode).read_text()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -202,6 +202,8 @@ def test_a_moved_note_keeps_its_own_relative_links(make_kb, mode) -> None:
     side.write_text(side.read_text().replace(
         "links: []", "links:\n  - to: moon.md#tides   # why the bore comes\n    rel: pulled_by\n"
                      "  - to: /notes/bore.md\n    rel: mentions"))
+    body = kb.root / "notes/rivers.md"
+    body.write_text(body.read_text() + "\nThe [moon](./moon.md) drives it.\n")
     kb.sync()
     (kb.root / "geo").mkdir()
     os.rename(kb.root / "notes/rivers.md", kb.root / "geo/rivers.md")
@@ -211,10 +213,12 @@ def test_a_moved_note_keeps_its_own_relative_links(make_kb, mode) -> None:
     assert "to: ../notes/moon.md#tides # why the bore comes" in text  # fragment and comment kept
     assert "to: /notes/bore.md\n" in text  # root-absolute: still right, left alone
     assert out(kb, "geo/rivers.md") == {"notes/moon.md": "pulled_by", "notes/bore.md": "mentions"}
-    # Its body's relative [bore](bore.md) was written in notes/: read from there.
+    # Its body's [moon](./moon.md) was written in notes/: read from there. ([bore](bore.md),
+    # a plain file name, is found by its name wherever it is: no record needed.)
     assert kb.links("geo/rivers.md", direction="out")["unresolved"] == []
     moved = kb.doctor()["moved_links"]
-    assert [(m["file"], m["new"]) for m in moved] == [("geo/rivers.md", "notes/bore.md")]
+    assert [(m["file"], m["target"], m["new"]) for m in moved] == [
+        ("geo/rivers.md", "./moon.md", "notes/moon.md")]
     assert "written before geo/rivers.md moved" in moved[0]["message"]
 
 
