@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from .dialects import FORMS
 from .fsutil import WalkProblem, walk_kb
 from .graph import top_hubs
+from .health import mark_damaged, verify_index
 from .links import DOC_SUFFIXES, SIDECAR, SOFT_REASONS, FleetLookup, fleet_refine
 from .sidecar import ADOPTED, SIDECAR_OWN_KEYS, SUFFIX
-from .store import SCHEMA_VERSION, NotSynced
+from .store import SCHEMA_VERSION, NotSynced, damaged
 
 if TYPE_CHECKING:
     from .kb import KB
@@ -49,6 +50,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
         "link_forms": [],
         "zero_links": [],
         "dangling": [],
+        "moved_links": [],
         "duplicate_ids": [],
         "orphan_sidecars": [],
         "disagreements": [],
@@ -66,6 +68,14 @@ def diagnose(kb: KB) -> dict[str, Any]:
     except NotSynced as exc:
         report["store"] = {"indexed": True, "current": False, "message": str(exc)}
         return _finish(report, errors=1)
+    # Doctor reads every row once (pinakes/health.py): damage no search has met yet is
+    # found here, and marked so the next sync rebuilds.
+    damage = verify_index(db)
+    if damage is not None:
+        mark_damaged(kb.config.state_dir, damage)
+        kb.invalidate()
+        report["store"] = {"indexed": True, "current": False, "damaged": damage, "message": damaged(damage)}
+        return _finish(report, errors=1)
     last = store.get_meta("last_sync")
     report["store"] = {
         "indexed": True,
@@ -80,6 +90,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
             "SELECT doc, ulid, path, title, sidecar_path, meta FROM documents ORDER BY path")]
         report["store"]["documents"] = len(docs)
         _coverage(kb, conn, docs, report)
+        _moved_links(conn, report)
         _duplicates(conn, report)
         sidecar_paths = {d["sidecar_path"] for d in docs}
         for d in docs:
@@ -98,7 +109,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
         h for h in report["hubs"]
         if h["kind"] == "tag" and h["share"] >= GLUE_SHARE and h["degree"] >= GLUE_MIN_DOCS
     ]
-    warnings = sum(len(report[k]) for k in ("dangling", "orphan_sidecars", "disagreements",
+    warnings = sum(len(report[k]) for k in ("dangling", "moved_links", "orphan_sidecars", "disagreements",
                                             "adoption_drift", "glue_tags",
                                             "bad_link_entries", "problems"))
     return _finish(report, errors=len(report["duplicate_ids"]), warnings=warnings)
@@ -108,7 +119,7 @@ def _finish(report: dict[str, Any], errors: int = 0, warnings: int = 0) -> dict[
     report["errors"] = errors
     report["warnings"] = warnings
     report["ok"] = errors == 0
-    for key in ("zero_links", "dangling", "orphan_sidecars", "disagreements", "adoption_drift",
+    for key in ("zero_links", "dangling", "moved_links", "orphan_sidecars", "disagreements", "adoption_drift",
                 "bad_link_entries",
                 "problems"):
         report["counts"][key] = len(report[key])
@@ -173,6 +184,31 @@ def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, A
         "with_any_links": len(linked),
     }
     report["zero_links"] = [d["path"] for d in docs if d["doc"] not in linked]
+
+
+def _moved_links(conn: Any, report: dict[str, Any]) -> None:
+    """Links that resolve only through a move record (pinakes/relink.py): the text needs fixing.
+
+    Pinakes never edits a body, so a body link to a note that moved keeps
+    naming the old path; it resolves meanwhile (the graph keeps its edge), and
+    this names the move and the new path.
+    """
+    for r in conn.execute(
+        "SELECT l.raw, l.key, l.line, l.origin, s.path AS src, s.sidecar_path, d.path AS dst,"
+        " EXISTS(SELECT 1 FROM moves m WHERE m.path = l.key AND m.doc = d.doc) AS target_moved"
+        " FROM links l JOIN documents s ON s.doc = l.src_doc"
+        " JOIN documents d ON d.ulid = l.dst_ulid WHERE l.reason = 'moved'"
+        " ORDER BY s.path, l.origin, l.line, l.id"
+    ):
+        if r["target_moved"]:
+            how = f"{r['key']} moved to {r['dst']}"
+        else:
+            how = f"written before {r['src']} moved; the document meant is {r['dst']}"
+        report["moved_links"].append({
+            "file": r["src"] if r["origin"] != SIDECAR else r["sidecar_path"], "line": r["line"],
+            "target": r["raw"], "old": r["key"], "new": r["dst"], "origin": r["origin"],
+            "message": f"{how}: update the link (it resolves through the move meanwhile)",
+        })
 
 
 # Per reason: what the failing links do, and what to check.

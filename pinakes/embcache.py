@@ -10,7 +10,8 @@ The cache is derived data like the store: no migrations (a file of another
 layout is replaced), and losing it costs only time. It is
 
 - *compact*: a vector is stored as little-endian float16 (768 bytes for 384
-  dimensions) under a 20-byte SHA-1 key and an integer model id, about 0.9 KB
+  dimensions, plus a 5-byte CRC-32 trailer that catches a damaged row) under a
+  20-byte SHA-1 key and an integer model id, about 0.9 KB
   per vector with SQLite's overhead. Rounding to float16 moves a unit vector's
   cosines by about 1e-4, which leaves dense rankings unchanged (the example
   KB's top-10 lists agree; tests/test_cache.py checks it). Sync stores the
@@ -33,6 +34,7 @@ import re
 import sqlite3
 import sys
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,14 +118,36 @@ def _fits_f16(v: np.ndarray) -> bool:
     return not v.size or (bool(np.all(np.isfinite(v))) and float(np.max(np.abs(v))) <= F16_MAX)
 
 
+#: Ends a checked row: float16 values, their CRC-32 (4 bytes), then this byte. A
+#: float16 row has an even length; a checked one an odd length, so rows written
+#: before the check (no trailer) still read.
+_CHECKED = b"\x01"
+
+
 def encode(vec: np.ndarray) -> bytes | None:
-    """A vector as the cache stores it (float16), or None when float16 cannot hold it."""
+    """A vector as the cache stores it (float16 + CRC-32), or None when float16 cannot hold it.
+
+    The CRC is what catches a damaged row: SQLite checks its pages' structure,
+    not the bytes inside a blob, and a bad vector would be copied into every
+    index that asks for this text.
+    """
     v = np.asarray(vec, dtype=np.float32).ravel()
-    return v.astype("<f2").tobytes() if _fits_f16(v) else None
+    if not _fits_f16(v):
+        return None
+    raw = v.astype("<f2").tobytes()
+    return raw + zlib.crc32(raw).to_bytes(4, "little") + _CHECKED
 
 
 def decode(blob: bytes) -> bytes:
-    """Cached bytes back to little-endian float32 bytes (what the store holds)."""
+    """Cached bytes back to little-endian float32 bytes (what the store holds).
+
+    Raises ValueError for a row whose bytes no longer match its CRC-32.
+    """
+    if len(blob) % 2:
+        raw = blob[:-5]
+        if blob[-1:] != _CHECKED or zlib.crc32(raw) != int.from_bytes(blob[-5:-1], "little"):
+            raise ValueError("damaged cache row")
+        blob = raw
     return np.frombuffer(blob, dtype="<f2").astype("<f4").tobytes()
 
 
@@ -134,8 +158,9 @@ def canonical(vec: np.ndarray) -> bytes:
     same whether a chunk was embedded now or found in the cache.
     """
     v = np.asarray(vec, dtype=np.float32).ravel()
-    blob = encode(v)
-    return v.astype("<f4").tobytes() if blob is None else decode(blob)
+    if not _fits_f16(v):
+        return v.astype("<f4").tobytes()
+    return v.astype("<f2").astype("<f4").tobytes()
 
 
 def _key(h: str) -> bytes:
@@ -194,14 +219,26 @@ class EmbeddingCache:
             # Not a cache we can read (corrupt, or another layout): it is derived, start afresh.
             if conn is not None:
                 conn.close()
-            _warn_once(f"{self.path} was unreadable ({exc}); starting a new embedding cache")
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(self.path) + suffix)
-            conn = self._connect()
-            conn.executescript(SCHEMA)
-            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('layout', ?)", (LAYOUT,))
+            conn = self._fresh(exc)
         return conn
+
+    def _fresh(self, exc: BaseException) -> sqlite3.Connection:
+        _warn_once(f"{self.path} was unreadable ({' '.join(str(exc).split())}); "
+                   "starting a new embedding cache")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+        conn = self._connect()
+        conn.executescript(SCHEMA)
+        conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('layout', ?)", (LAYOUT,))
+        return conn
+
+    def _start_afresh(self, exc: BaseException) -> None:
+        """The open file turned out damaged: replace it (losing only time), keep going."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+        self._models.clear()
+        self.conn = self._fresh(exc)
 
     @classmethod
     def open_or_none(cls) -> EmbeddingCache | None:
@@ -248,6 +285,9 @@ class EmbeddingCache:
         except sqlite3.OperationalError as exc:
             _warn_once(f"embedding cache lookup failed ({exc}); embedding without it")
             return {}
+        except sqlite3.DatabaseError as exc:  # a damaged file: derived, so start a new one
+            self._start_afresh(exc)
+            return {}
 
     def _get(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         mid = self._model_id(model, create=False)
@@ -256,6 +296,7 @@ class EmbeddingCache:
             return found
         now = int(time.time())
         stale: list[bytes] = []
+        damaged = 0
         for start in range(0, len(hashes), 500):
             part = [_key(h) for h in hashes[start : start + 500]]
             marks = ",".join("?" * len(part))
@@ -263,9 +304,16 @@ class EmbeddingCache:
                 f"SELECT hash, used, vec FROM vectors WHERE model = ? AND hash IN ({marks})",
                 (mid, *part),
             ):
-                found[_unkey(key)] = decode(blob)
+                try:
+                    found[_unkey(key)] = decode(blob)
+                except ValueError:
+                    damaged += 1  # a miss: embedded again, and the row replaced by put()
+                    continue
                 if used < now - TOUCH_EVERY:
                     stale.append(key)
+        if damaged:
+            _warn_once(f"{damaged} damaged vector{'s' if damaged != 1 else ''} in the embedding cache "
+                       f"({self.path}) ignored: embedding {'them' if damaged != 1 else 'it'} again")
         if stale:
             with contextlib.suppress(sqlite3.OperationalError):
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -285,6 +333,8 @@ class EmbeddingCache:
             self._put(model, items)
         except sqlite3.OperationalError as exc:
             _warn_once(f"embedding cache write failed ({exc}); these vectors are not cached")
+        except sqlite3.DatabaseError as exc:
+            self._start_afresh(exc)
 
     def _put(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         now = int(time.time())

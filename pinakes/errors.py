@@ -19,6 +19,14 @@ class StoreBusy(PinakesError):
     """Another process holds the store's write lock."""
 
 
+class NotSynced(PinakesError):
+    """The store does not exist yet, or was built for another schema."""
+
+
+class IndexDamaged(NotSynced):
+    """The derived index is damaged; the next ``pnk sync`` rebuilds it (pinakes/health.py)."""
+
+
 class DocumentNotFound(PinakesError):
     """A document reference (ULID, ``pnk://`` URI, path or title) matched nothing."""
 

@@ -114,8 +114,8 @@ def _reason(exc: BaseException, name: str) -> str:
     if isinstance(exc, NotSynced) and "not been indexed" in text:
         return f"not indexed yet: run `pnk sync --kb {name}`"
     if isinstance(exc, sqlite3.DatabaseError):
-        return f"the index is unreadable ({text}): run `pnk sync --kb {name} --rebuild`"
-    return text
+        return f"the index is unreadable ({text}): run `pnk sync --kb {name}`"
+    return text.replace("run `pnk sync`", f"run `pnk sync --kb {name}`")
 
 
 def _list_skipped(skipped: Sequence[dict[str, str]]) -> str:

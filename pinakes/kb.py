@@ -7,28 +7,68 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from . import plugins
 from .config import CONFIG_NAME, TEMPLATE, Config, load_config, slugify
 from .config import find_kb_root as _find_root
-from .errors import AmbiguousDocument, DocumentNotFound, KBNotFound, UnknownEmbedder
+from .errors import (
+    AmbiguousDocument,
+    DocumentNotFound,
+    IndexDamaged,
+    KBNotFound,
+    PinakesError,
+    UnknownEmbedder,
+)
 from .fsutil import atomic_write
 from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
-from .store import Store
+from .store import Store, damaged, note_once
 
 if TYPE_CHECKING:
     from .sync import ProgressFn, SyncReport
 
 GITIGNORE_LINE = ".pinakes/"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _detects_damage(method: _F) -> _F:
+    """A read that fails on a damaged index says so in one line and leaves the mark that
+    makes the next ``pnk sync`` rebuild it (pinakes/health.py).
+
+    An unexpected failure is blamed on the index only when the file confirms it
+    (SQLite's own corruption codes, or :func:`pinakes.health.verify_index`): a
+    bug stays a bug.
+    """
+
+    @functools.wraps(method)
+    def guarded(self: KB, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except IndexDamaged as exc:
+            self._mark_damaged(str(exc))
+            raise
+        except PinakesError:
+            raise
+        except Exception as exc:
+            from .health import damage_of
+
+            reason = damage_of(exc, self.config.state_dir / "index.db")
+            if reason is None:
+                raise
+            self._mark_damaged(reason)
+            raise IndexDamaged(damaged(reason)) from exc
+
+    return guarded  # type: ignore[return-value]
 
 
 class KB:
@@ -205,14 +245,25 @@ class KB:
             self._graph = None
             self._reader = Store.open_for_read(self.config.state_dir, self.signature)
             self._reader_ino = ino
+            if self._reader.note:
+                note_once(f"{self.name}: {self._reader.note}")
         return self._reader
+
+    @property
+    def index_note(self) -> str:
+        """What the index lacks for this install, or has that it cannot use ("" when it matches).
+
+        Set when the index was synced by another install with other plugins
+        (see :func:`pinakes.store.read_compatibility`).
+        """
+        return self.reader().note
 
     def dense_index(self, store: Store) -> DenseIndex:
         """The vector matrix of the store's current generation (reloaded after a sync)."""
         gen = store.generation
         if self._dense is None or self._dense.generation != gen:
-            ids, codes, scale = store.load_vectors(self.embedder.dim)
-            self._dense = DenseIndex(gen, ids, codes, scale)
+            ids, codes, scale, crc = store.load_vectors(self.embedder.dim)
+            self._dense = DenseIndex(gen, ids, codes, scale, crc)
         return self._dense
 
     def graph_index(self, store: Store) -> Any:
@@ -244,6 +295,14 @@ class KB:
             return False
         prepare(self, store, graph)
         return True
+
+    def _mark_damaged(self, reason: str) -> None:
+        from .health import mark_damaged
+
+        if reason.startswith("the index is damaged ("):
+            reason = reason[len("the index is damaged ("):].rsplit("): run", 1)[0]
+        mark_damaged(self.config.state_dir, reason)
+        self.invalidate()
 
     def invalidate(self) -> None:
         """Forget cached reader state (after this process synced)."""
@@ -290,6 +349,7 @@ class KB:
                                      lambda done, total: progress("channel", done, total))
         return report
 
+    @_detects_damage
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
                concepts: Sequence[str] = (), channel: str | None = None,
                channels: Sequence[str] | None = None, graph_roots: int | None = None,
@@ -344,6 +404,7 @@ class KB:
                                   zip(model.features, features, strict=False)}
         return float(model.predict(features))
 
+    @_detects_damage
     def status(self) -> dict[str, Any]:
         """Counts and facts about the store, for ``pnk status`` and ``pinakes_kbs``."""
         out: dict[str, Any] = {"name": self.name, "root": str(self.root)}
@@ -384,6 +445,7 @@ class KB:
 
     # --- documents -----------------------------------------------------------------
 
+    @_detects_damage
     def resolve(self, ref: str) -> dict[str, Any]:
         """Find one document by ULID, ``pnk://`` URI, KB-relative path or unique title."""
         ref = str(ref).strip()
@@ -442,6 +504,7 @@ class KB:
             return None
         return norm
 
+    @_detects_damage
     def show(self, ref: str) -> dict[str, Any]:
         """A document's metadata and sections (``pnk show``)."""
         row = self.resolve(ref)
@@ -493,6 +556,7 @@ class KB:
             "sections": sections,
         }
 
+    @_detects_damage
     def read(self, ref: str, section: str | Sequence[str] | None = None) -> dict[str, Any]:
         """A document's text, or one section's, with its sidecar metadata (``pinakes_read``).
 
@@ -549,6 +613,7 @@ class KB:
         """
         return self.walk_links(doc, rel=rel, direction=direction, depth=depth, query=query).to_dict()
 
+    @_detects_damage
     def walk_links(self, doc: str, rel: str | None = None, direction: str = "both", depth: int = 1,
                    query: str | None = None) -> Any:
         """Like :meth:`links` but returns the :class:`pinakes.links.LinkResult` (paths, ``via``)."""
@@ -569,6 +634,7 @@ class KB:
 
         return remove_link(self, src, dst, rel=rel)
 
+    @_detects_damage
     def doctor(self) -> dict[str, Any]:
         """Health report: link coverage, dangling links, duplicate ids, orphan sidecars, ..."""
         from .doctor import diagnose

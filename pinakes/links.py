@@ -350,7 +350,12 @@ class Resolver:
         return self._dendron
 
     def resolve(self, items: Sequence[tuple[str, ...]]) -> list[tuple[str | None, str | None]]:
-        """``items`` are (kind, key, source path[, alt]); returns (ULID, None) or (None, reason) each."""
+        """``items`` are (kind, key, source path[, alt[, raw]]); returns (ULID, None) or (None, reason) each.
+
+        A target no document answers may be answered by a move record
+        (:meth:`_through_moves`): then (ULID, ``"moved"``). ``raw`` (the target as
+        written) lets a moved note's relative links be read from its old folder.
+        """
         return [(a.ulid, a.reason) for a in self.answers(items)]
 
     def answers(self, items: Sequence[tuple[str, ...]]) -> list[Answer]:
@@ -393,6 +398,50 @@ class Resolver:
                 out.append(self._wiki(kind, key, src, alt, by_name))
             else:
                 out.append(Answer(None, "missing-file"))
+        return self._through_moves(items, out)
+
+    def _through_moves(self, items: Sequence[tuple[str, ...]], out: list[Answer]) -> list[Answer]:
+        """Answer links no document answers from move records (pinakes/relink.py).
+
+        A path a document moved away from resolves to that document; a relative
+        link written in a document that has since moved is read from the folder
+        it was written in. Both resolve with reason ``moved``, which ``pnk
+        doctor`` reports so the text can be fixed. A path (or wikilink path) that
+        a document lives at now always wins over a record.
+        """
+        missing = [i for i, a in enumerate(out)
+                   if a.ulid is None and a.reason in ("missing-file", "no-document")]
+        if not missing:
+            return out
+        from .movetable import MOVED, is_relative, lookup, previous_paths
+
+        prev = previous_paths(self.conn, {str(items[i][2]) for i in missing})
+        candidates: dict[int, list[str]] = {}
+        for i in missing:
+            kind, key, src = (str(x) for x in items[i][:3])
+            raw = str(items[i][4]) if len(items[i]) > 4 else None
+            olds = prev.get(src, [])
+            if kind in ("path", "guess"):
+                cands = [key]
+                if raw is not None and is_relative(raw):
+                    written = posixpath.relpath(key, posixpath.dirname(src) or ".")
+                    cands += [kb_path(written, old) for old in olds]
+            elif kind == "wiki":
+                cands = [p for s in (src, *olds) for p in _wiki_lookups(key, s)[1]]
+            else:
+                continue
+            candidates[i] = [c for c in dict.fromkeys(cands) if c and not is_outside(c)]
+        wanted = sorted({c for cs in candidates.values() for c in cs})
+        if not wanted:
+            return out
+        by_path = self._lookup("SELECT path, ulid FROM documents WHERE path IN ({})", wanted)
+        moved = lookup(self.conn, wanted)
+        for i, cands in candidates.items():
+            for c in cands:
+                ulid = by_path.get(c) or moved.get(c)
+                if ulid is not None:
+                    out[i] = Answer(ulid, MOVED)
+                    break
         return out
 
     def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
@@ -562,6 +611,12 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     for doc_key, _ in removed:
         touched |= old_names.get(doc_key, set())
     conn.executemany("INSERT INTO link_names(doc, name, tier) VALUES (?,?,?)", name_rows)
+    from .movetable import store_records
+
+    # Move records (relink.py): a path a document recorded moving away from now answers
+    # the links that name it.
+    recorded = store_records(conn, inserted, stale)
+    touched |= {fold(strip_suffix(path)) for path in recorded}
     # Links of other documents whose answer may have changed (collected before the new rows exist).
     ids: set[int] = set()
     for chunk in _chunks(sorted(gone)):
@@ -572,6 +627,10 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
         ids.update(r[0] for r in conn.execute(
             f"SELECT id FROM links WHERE fkey IN ({marks}) OR falt IN ({marks}) OR fday IN ({marks})",
             chunk * 3))
+    if inserted:
+        # Links answered by a move record: a document may now live at the old path,
+        # or the record may be gone. Few rows: they are retried whenever anything changed.
+        ids.update(r[0] for r in conn.execute("SELECT id FROM links WHERE reason = 'moved'"))
     resolver = Resolver(conn, root)
     # The new rows, resolved before they are written (one executemany).
     fresh: list[tuple[int, LinkRow]] = [
@@ -580,7 +639,7 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
                           no_hub=bool(no_link_hub) and matches_any(doc.rel, no_link_hub))
     ]
     paths = {doc_key: doc.rel for doc_key, doc in inserted}
-    answers = resolver.answers([(r.target.kind, r.target.key, paths[k], r.target.alt)
+    answers = resolver.answers([(r.target.kind, r.target.key, paths[k], r.target.alt, r.raw)
                                 for k, r in fresh]) if fresh else []
     conn.executemany(
         "INSERT INTO links(src_doc, origin, raw, kind, key, alt, fkey, falt, fday, rel, note,"
@@ -598,7 +657,7 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
         todo.extend(tuple(r) for r in conn.execute(
             "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.alt, l.raw, l.label"
             f" FROM links l JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
-    results = resolver.answers([(t[1], t[2], t[3], t[6]) for t in todo])
+    results = resolver.answers([(t[1], t[2], t[3], t[6], t[7]) for t in todo])
     conn.executemany("UPDATE links SET dst_ulid = ?, reason = ?, label = ? WHERE id = ?", [
         (a.ulid, a.reason, _label(t[1], t[6], t[7], t[8], a.flipped), t[0])
         for t, a in zip(todo, results, strict=True)])

@@ -80,6 +80,7 @@ def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, 
             for doc, row in _match(store, awaiting, orphans, problems):
                 if _move_sidecar(root / row["sidecar_path"], root / doc.sidecar_rel,
                                  prune=None if mode in ("", "beside") else root / mode.strip("/")):
+                    report.sidecars_moved.append((row["sidecar_path"], doc.sidecar_rel))
                     identify(doc, root / doc.sidecar_rel, report)
     for doc in awaiting:
         if doc.awaiting:
@@ -342,3 +343,32 @@ def _prune_empty(folder: Path, top: Path) -> None:
         except OSError:
             return
         folder = folder.parent
+
+
+def git_stage_paths(root: Path, moved: list[tuple[str, str]]) -> list[str]:
+    """The paths to ``git add -A`` so git sees sidecars sync moved as moves; [] outside git.
+
+    Sync never touches git's index: a ``git mv`` of a note stages the note's
+    move, and the sidecar that sync moved after it shows as one deleted and
+    one untracked file until staged. Finding the work tree costs a few
+    ``stat`` calls up from the KB; git itself runs once, only when a sidecar
+    moved, to keep the sidecars git does not track (never committed) out of
+    the command. Without a ``git`` binary every moved sidecar is named.
+    """
+    import subprocess
+
+    top = next((p for p in (root, *root.parents) if os.path.lexists(p / ".git")), None)
+    if top is None or not moved:
+        return []
+    olds = [old for old, _ in moved]
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *olds],
+                              capture_output=True, timeout=30, check=False)
+        tracked = set(proc.stdout.decode("utf-8", "replace").split("\0")) if proc.returncode == 0 else set(olds)
+    except (OSError, subprocess.SubprocessError):
+        tracked = set(olds)
+    out: list[str] = []
+    for old, new in moved:
+        if old in tracked:
+            out += [old, new]
+    return out

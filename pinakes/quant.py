@@ -14,7 +14,10 @@ Its error against the float32 cosine is ~1e-3; ``DenseIndex`` re-scores its top
 candidates with the float query to take the query's own rounding out of the
 ranking that matters.
 
-A stored vector is the blob ``codes (dim bytes) + scale (float32, little-endian)``.
+A stored vector is the blob ``codes (dim bytes) + scale (float32, little-endian) +
+CRC-32 of both (4 bytes, little-endian)``: SQLite checks its pages' structure, not
+what a blob holds, and one flipped scale byte could rank a chunk first for every
+query; a search checks the rows it re-scores (pinakes/health.py).
 """
 
 from __future__ import annotations
@@ -42,15 +45,16 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def pack(vector: np.ndarray) -> bytes:
     """The stored blob of one float vector (see the module docstring)."""
-    codes, scale = quantise(vector)
-    return codes[0].tobytes() + scale.astype("<f4").tobytes()
+    return pack_many(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
 
 
 def pack_many(vectors: np.ndarray) -> list[bytes]:
     """``pack`` over the rows of a matrix, quantised in one vectorised pass."""
+    from .health import seal
+
     codes, scale = quantise(vectors)
     sb = scale.astype("<f4")
-    return [codes[i].tobytes() + sb[i : i + 1].tobytes() for i in range(len(codes))]
+    return [seal(codes[i].tobytes() + sb[i : i + 1].tobytes()) for i in range(len(codes))]
 
 
 def dequantise(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:

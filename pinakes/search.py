@@ -123,6 +123,10 @@ class SearchResult:
         }
 
 
+#: How many of its best rows a dense search checks against their stored CRC-32.
+CHECKED_ROWS = 32
+
+
 @dataclass
 class DenseIndex:
     """Every chunk vector of one store generation, quantised (``pinakes.quant``).
@@ -136,6 +140,7 @@ class DenseIndex:
     ids: np.ndarray  # int64 chunk ids, ascending
     codes: np.ndarray  # uint8 (n, dim), offset codes
     scale: np.ndarray  # float32 (n,)
+    crc: np.ndarray | None = None  # uint32 (n,): each stored row's CRC-32, checked when re-scored
 
     def row_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """Matrix rows of the given chunk ids (ids are sorted, so this is a binary search)."""
@@ -168,7 +173,28 @@ class DenseIndex:
         if m > 0:
             top = np.argpartition(-cos, m - 1)[:m]
             cos[top] = self.vectors(top) @ np.asarray(query, dtype=np.float32)
+            best = top[np.argsort(-cos[top], kind="stable")[:CHECKED_ROWS]]
+            self.check(best)
         return cos
+
+    def check(self, rows: np.ndarray) -> None:
+        """Raise IndexDamaged when a row's codes and scale no longer match their stored CRC-32.
+
+        Only the rows a search ranks best are checked (:data:`CHECKED_ROWS`): a
+        damaged scale byte could put one chunk first for every query, and SQLite
+        never looks inside a blob. ~2 us per row.
+        """
+        if self.crc is None or not len(rows):
+            return
+        from .health import crc_of
+
+        for r in np.asarray(rows, dtype=np.intp).tolist():
+            if crc_of(self.codes[r].tobytes() + self.scale[r : r + 1].astype("<f4").tobytes()) \
+                    != int(self.crc[r]):
+                from .errors import IndexDamaged
+                from .store import damaged
+
+                raise IndexDamaged(damaged(f"chunk {int(self.ids[r])}'s vector does not match its checksum"))
 
 
 @dataclass
@@ -631,6 +657,7 @@ def hits_stage(conn: Any, top: list[tuple[int, float]], lexical: LexicalList, li
     missing = [cid for cid, _ in top if cid not in texts]
     texts.update(_chunk_texts(conn, missing))
     details = _chunk_details(conn, [cid for cid, _ in top])
+    _check_hits(top, texts, details)  # no answer from damaged rows (pinakes/health.py)
     rank_of = {name: {cid: i + 1 for i, cid in enumerate(ids)} for name, ids in lists.ranked.items()}
     snippet_terms = lexical.terms + [t for e in plan.entities
                                      for t in query_terms(e, keep_stopwords=True)]
@@ -1014,6 +1041,35 @@ def _chunk_texts(conn: Any, ids: list[int]) -> dict[int, tuple[str, str, str]]:
     return out
 
 
+def _check_hits(top_hits: list[tuple[int, float]], texts: dict[int, tuple[str, str, str]],
+                details: dict[int, dict[str, Any]]) -> None:
+    """No answer from damaged rows: each hit's title, heading and text must match its content hash.
+
+    The hash is what the chunk was embedded (and its vector cached) under, so a
+    flipped byte in the text SQLite keeps for us is caught before it is shown;
+    one SHA-1 per hit.
+    """
+    from .health import chunk_hash, row_checksum
+    from .text import embed_text
+
+    for cid, _ in top_hits:
+        d = details.get(cid)
+        if d is None or cid not in texts:
+            continue  # gone in a race with a sync: reported as it always was
+        title, _, body = texts[cid]
+        why = ""
+        if chunk_hash(embed_text(title, json.loads(d["heading_path"]), body)) != d["hash"]:
+            why = "text does not match its content hash"
+        elif row_checksum(d["ulid"], d["path"], d["ordinal"], d["start_line"], d["end_line"],
+                          d["hash"]) != d["checksum"]:
+            why = "document, place or hash does not match its checksum"
+        if why:
+            from .errors import IndexDamaged
+            from .store import damaged
+
+            raise IndexDamaged(damaged(f"chunk {cid}'s {why}"))
+
+
 def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
@@ -1021,7 +1077,8 @@ def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     return {
         int(r["id"]): dict(r)
         for r in conn.execute(
-            f"SELECT c.id, c.ordinal, c.heading_path, c.start_line, d.ulid, d.title, d.path "
+            f"SELECT c.id, c.ordinal, c.heading_path, c.start_line, c.end_line, c.hash, c.checksum,"
+            f" d.ulid, d.title, d.path "
             f"FROM chunks c JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
             ids,
         )

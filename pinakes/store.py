@@ -20,16 +20,18 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from . import health
 from .embcache import EmbeddingCache
-from .errors import PinakesError, StoreBusy
+from .errors import IndexDamaged, NotSynced, StoreBusy
 from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "6"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
-# context and the link_names table (note dialects)
+SCHEMA_VERSION = "7"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
+# context and the link_names table (note dialects); 7: moves, vector and chunk-row checksums
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -65,7 +67,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     hash TEXT NOT NULL,               -- of the embedded text; the embedding cache key
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
-    vec BLOB                          -- uint8 codes + float32 scale (pinakes.quant)
+    vec BLOB,                         -- uint8 codes + float32 scale + CRC-32 (pinakes.quant)
+    checksum INTEGER NOT NULL DEFAULT 0  -- CRC-32 of its document's id and path, its place and hash
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc, ordinal);
 -- Chunks still waiting for a vector (a first sync embeds after committing, sync.py
@@ -96,7 +99,8 @@ CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
     chunk INTEGER,                      -- ordinal of the chunk it sits in (NULL: sidecar)
     dst_ulid TEXT,                      -- the resolved target; NULL while unresolved
     dst_kb TEXT NOT NULL DEFAULT '',    -- '' = this KB (other fleet KBs are looked up when read)
-    reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...
+    reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...;
+                                        -- 'moved' on a row resolved through a move record
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src_doc);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
@@ -110,6 +114,12 @@ CREATE TABLE IF NOT EXISTS link_names (  -- the names a document answers to (pin
 );
 CREATE INDEX IF NOT EXISTS link_names_name ON link_names(name);
 CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc);
+CREATE TABLE IF NOT EXISTS moves (      -- a document's earlier paths: its sidecar's moved_from
+    path TEXT NOT NULL,                 -- (pinakes/relink.py); links to them resolve to it
+    doc INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS moves_path ON moves(path);
+CREATE INDEX IF NOT EXISTS moves_doc ON moves(doc);
 """
 
 # The layout of the old in-KB ``.pinakes/cache.db``. Chunk vectors now live in the
@@ -208,10 +218,6 @@ class SyncLock:
             self._fh = None
 
 
-class NotSynced(PinakesError):
-    """The store does not exist yet, or was built for another schema."""
-
-
 class Store:
     """An open ``index.db`` (plus its embedding cache)."""
 
@@ -221,6 +227,11 @@ class Store:
         self.conn = conn
         self._cache: EmbeddingCache | None = None
         self._cache_opened = False
+        #: Set by :meth:`open_for_write` when it rebuilt a damaged index: why.
+        self.healed = ""
+        #: Set by :meth:`open_for_read` when the index was built by another plugin set
+        #: (another install): what this reader searches without, said once per process.
+        self.note = ""
 
     # --- opening ---------------------------------------------------------
 
@@ -260,12 +271,15 @@ class Store:
             ignore.write_text("*\n", encoding="utf-8")
         path = state_dir / "index.db"
         rebuilt = False
+        healed = ""
         if path.exists():
-            old = _read_signature(path)
-            if rebuild or old != signature:
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(str(path) + suffix)
+            old, store_id, generation, error = _read_identity(path)
+            # A damaged index (unreadable, marked by a reader that hit damage, or older
+            # than the last sync left it) is rebuilt like an outdated one (pinakes/health.py).
+            healed = error or health.marked_damage(state_dir, store_id) or \
+                health.lost_writes(state_dir, store_id, generation) or ""
+            if rebuild or healed or old != signature:
+                health.discard_index(state_dir)
                 rebuilt = True
         conn = _connect(path)
         conn.executescript(CORE_SCHEMA)
@@ -288,6 +302,7 @@ class Store:
             # Names this store (a rebuild makes a new one): what a reader caches from it
             # (the graph arrays) is keyed by this and the generation.
             store.set_meta("store_id", uuid.uuid4().hex)
+        store.healed = healed
         return store, rebuilt
 
     @classmethod
@@ -297,19 +312,42 @@ class Store:
         if not path.exists():
             raise NotSynced("this knowledge base has not been indexed yet: run `pnk sync`")
         try:
-            conn = _connect(path)
-        except sqlite3.OperationalError:
-            conn = _connect_unwritable(path)
-        store = cls(state_dir, signature, conn)
-        try:
+            try:
+                conn = _connect(path)
+            except sqlite3.OperationalError as exc:
+                if health.clear_damage(exc):
+                    raise
+                conn = _connect_unwritable(path)
+            store = cls(state_dir, signature, conn)
             found = store.get_meta("signature")
-        except sqlite3.DatabaseError as exc:
-            raise NotSynced(f"the index is unreadable ({exc}): run `pnk sync --rebuild`") from exc
+            store_id, generation = store.get_meta("store_id"), store.generation
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: meta that is not UTF-8
+            reason = health.clear_damage(exc) or (
+                health.short(str(exc)) if isinstance(exc, ValueError) else None)
+            if reason is None and "no such table" in str(exc):
+                raise NotSynced(BEING_BUILT) from exc  # a file a rebuild has only just created
+            if reason is None:
+                raise NotSynced(f"the index is unreadable ({' '.join(str(exc).split())}): "
+                                "run `pnk sync`") from exc
+            health.mark_damaged(state_dir, reason)
+            raise IndexDamaged(damaged(reason)) from exc
+        if generation == 0:
+            # Created by a sync that has not committed yet (a rebuild in progress): empty,
+            # and searching it would answer nothing, silently.
+            store.close()
+            raise NotSynced(BEING_BUILT)
+        lost = health.lost_writes(state_dir, store_id, generation)
+        if lost:
+            health.mark_damaged(state_dir, lost)
+        reason = lost or health.marked_damage(state_dir, store_id)
+        if reason:
+            store.close()
+            raise IndexDamaged(damaged(reason))
         if found != signature:
-            raise NotSynced(
-                "the index was built with another schema, tokenizer, embedder or plugin set: "
-                "run `pnk sync` to rebuild it"
-            )
+            usable, note = read_compatibility(found or "", signature)
+            if not usable:
+                raise NotSynced(note)
+            store.note = note
         return store
 
     def close(self) -> None:
@@ -378,23 +416,26 @@ class Store:
 
     # --- reading ----------------------------------------------------------------
 
-    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All chunk vectors, quantised: ``(ids int64, codes uint8 (n, dim), scale float32)``.
+    def load_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All chunk vectors, quantised: ``(ids int64, codes uint8 (n, dim), scale float32, crc uint32)``.
 
-        A stored vector is ``codes + float32 scale`` (``pinakes.quant``): 388
-        bytes per 384-d chunk. Each blob is copied into preallocated arrays as
+        A stored vector is ``codes + float32 scale + CRC-32`` (``pinakes.quant``):
+        392 bytes per 384-d chunk. Each blob is copied into preallocated arrays as
         the cursor yields it, so peak memory is the arrays themselves rather
-        than every blob (``fetchall``) plus their concatenation.
+        than every blob (``fetchall``) plus their concatenation. The CRCs are
+        kept for the rows a search re-scores (``DenseIndex.cosines``), not
+        checked here: that would cost every cold search ~1 us per chunk.
         """
         n = self.conn.execute("SELECT count(*) FROM chunks WHERE vec IS NOT NULL").fetchone()[0]
-        width = dim + 4
+        width = dim + 8
         ids = np.empty(n, dtype=np.int64)
         if n == 0:  # nothing embedded yet (a first sync's phase 4 has not run)
-            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+            return (ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32),
+                    np.zeros(0, dtype=np.uint32))
         codes = np.empty((n, dim), dtype=np.uint8)
-        scale = np.empty(n, dtype="<f4")
+        tail = np.empty((n, 8), dtype=np.uint8)  # scale and CRC, as stored
         cbuf = memoryview(codes).cast("B")
-        sbuf = memoryview(scale).cast("B")
+        tbuf = memoryview(tail).cast("B")
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples: no Row object per vector
         i = 0
@@ -403,31 +444,32 @@ class Store:
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ):
             if len(blob) != width:
-                raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
+                raise IndexDamaged(f"chunk {cid}'s stored vector has {len(blob)} bytes, not {width}")
             if i == n:
                 break  # more rows than counted: a sync committed in between (no snapshot)
             ids[i] = cid
             cbuf[i * dim : (i + 1) * dim] = blob[:dim]
-            sbuf[i * 4 : i * 4 + 4] = blob[dim:]
+            tbuf[i * 8 : i * 8 + 8] = blob[dim:]
             i += 1
         else:
             complete = i == n
         if not complete:
             return self._load_vectors_at_once(dim)
-        return ids, codes, scale.astype(np.float32, copy=False)
+        return ids, codes, *_scales_and_crcs(tail)
 
-    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _load_vectors_at_once(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``load_vectors`` in one statement (2.5x the memory): used only after a race."""
         rows = self.conn.execute(
             "SELECT id, vec FROM chunks WHERE vec IS NOT NULL ORDER BY id"
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if not rows:
-            return ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32)
+            return (ids, np.zeros((0, dim), dtype=np.uint8), np.zeros(0, dtype=np.float32),
+                    np.zeros(0, dtype=np.uint32))
+        if any(len(r[1]) != dim + 8 for r in rows):
+            raise IndexDamaged("a stored vector has the wrong length")
         packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
-        if packed.shape[1] != dim + 4:
-            raise NotSynced("stored vectors have another dimension: run `pnk sync --rebuild`")
-        return ids, np.ascontiguousarray(packed[:, :dim]), _scales(packed[:, dim:])
+        return ids, np.ascontiguousarray(packed[:, :dim]), *_scales_and_crcs(packed[:, dim:])
 
     def document_problems(self) -> list[tuple[str, str]]:
         """Every problem the last sync reported, as (path, message)."""
@@ -437,24 +479,102 @@ class Store:
         return sorted(out)
 
 
-def _scales(tail: np.ndarray) -> np.ndarray:
-    """The float32 scales from the last 4 bytes of each packed row."""
-    return np.ascontiguousarray(tail).view("<f4").reshape(-1).astype(np.float32)
+_noted: set[str] = set()
+
+
+def note_once(message: str) -> None:
+    """Say ``message`` on stderr once per process (stdout belongs to results and the MCP protocol)."""
+    if message not in _noted:
+        _noted.add(message)
+        import sys
+
+        print(f"pnk: note: {message}", file=sys.stderr)
+
+
+def parse_signature(signature: str) -> dict[str, Any]:
+    """A signature's parts: ``core`` (schema, tokenizer, embedder and settings), ``tables``
+    (plugin table versions by plugin) and ``derivers`` (edge deriver versions by name)."""
+    core: list[str] = []
+    tables: dict[str, str] = {}
+    derivers: dict[str, str] = {}
+    for part in signature.split(";") if signature else []:
+        key, _, value = part.partition("=")
+        if key in ("schema", "tokenizer", "embedder", "setting") or not value:
+            core.append(part)
+        elif key == "deriver":
+            name, _, version = value.partition(":")
+            derivers[name] = version
+        else:
+            tables[key] = value
+    return {"core": sorted(core), "tables": tables, "derivers": derivers}
+
+
+def read_compatibility(found: str, wanted: str) -> tuple[bool, str]:
+    """Whether a reader wanting ``wanted`` can search an index built as ``found``; and what to say.
+
+    Two installs share one KB (an MCP server from one environment, a CLI from
+    another; a core-only venv beside a full one). What a *writer* stores
+    depends on its plugins, so a writer whose plugin set differs rebuilds. A
+    *reader* needs only the schema, the tokenizer, the embedder and the link
+    settings to match: it searches the index it finds, without the parts it
+    lacks the plugins for (their tables are simply not read) or with an empty
+    graph where the index has none, and says so. (False, message) otherwise.
+    """
+    a, b = parse_signature(found), parse_signature(wanted)
+    if a["core"] != b["core"]:
+        return False, ("the index was built with another schema, tokenizer, embedder or link "
+                       "setting: run `pnk sync` to rebuild it")
+    only_index = {n for k in ("derivers", "tables") for n in a[k] if n not in b[k]}
+    only_here = {n for k in ("derivers", "tables") for n in b[k] if n not in a[k]}
+    versions = {n for k in ("derivers", "tables") for n, v in a[k].items() if n in b[k] and b[k][n] != v}
+    said = []
+    if only_index:
+        said.append(f"built with plugins this install does not have ({', '.join(sorted(only_index))}): "
+                    "searching it without them")
+    if only_here:
+        said.append(f"built without this install's {', '.join(sorted(only_here))}: searching it without "
+                    "what they add until `pnk sync` runs from this install")
+    if versions:
+        said.append(f"built by other versions of {', '.join(sorted(versions))}: searching it as it is "
+                    "until `pnk sync` runs from this install")
+    return True, ("the index was " + "; and ".join(said)) if said else ""
+
+
+def _scales_and_crcs(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 scales and the CRC-32s from the last 8 bytes of each packed row."""
+    t = np.ascontiguousarray(tail)
+    scale = np.ascontiguousarray(t[:, :4]).view("<f4").reshape(-1).astype(np.float32)
+    crc = np.ascontiguousarray(t[:, 4:]).view("<u4").reshape(-1).astype(np.uint32)
+    return scale, crc
+
+
+#: What a reader says about an index a sync has created but not yet committed to.
+BEING_BUILT = ("the index is being built by a sync that has not finished: try again in a moment "
+               "(or run `pnk sync`)")
+
+
+def damaged(reason: str) -> str:
+    """The one line a reader of a damaged index gets."""
+    return f"the index is damaged ({reason}): run `pnk sync` to rebuild it from your files"
 
 
 def index_signature(state_dir: Path) -> str | None:
     """The signature the KB's ``index.db`` was built with; None if missing or unreadable."""
     path = state_dir / "index.db"
-    return _read_signature(path) if path.exists() else None
+    return _read_identity(path)[0] if path.exists() else None
 
 
-def _read_signature(path: Path) -> str | None:
+def _read_identity(path: Path) -> tuple[str | None, str | None, int, str]:
+    """(signature, store id, generation, error) of an index file; error "" when it reads."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
+            meta = dict(conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('signature', 'store_id', 'generation')"))
         finally:
             conn.close()
-    except sqlite3.DatabaseError:
-        return None
-    return None if row is None else str(row[0])
+        generation = int(meta.get("generation") or 0)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        return None, None, 0, " ".join(str(exc).split()) or type(exc).__name__
+    sig = meta.get("signature")
+    return (None if sig is None else str(sig)), meta.get("store_id"), generation, ""

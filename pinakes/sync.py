@@ -29,12 +29,14 @@ import numpy as np
 from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
 from .graph import run_derivers
+from .health import chunk_hash, row_checksum
 from .links import refresh_links
 from .markdown import Chunk, ParsedDocument, parse_markdown
 from .moves import finish_interrupted_swap, recognise_moves
+from .relink import follow_moves, moved_from
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
-from .text import segment_cjk
+from .text import embed_text, segment_cjk
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
@@ -69,10 +71,20 @@ class SyncReport:
     sidecars_created: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     rebuilt: bool = False
+    healed: str = ""  # why the index was found damaged (and so rebuilt), if it was
     seconds: float = 0.0
     embed_seconds: float = 0.0
     generation: int = 0
     edges_written: int = 0
+    #: Sidecars whose links sync re-aimed at moved documents: (sidecar, [(before, after)]).
+    relinked: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)
+    #: Moves recorded in a moved document's sidecar (``moved_from``): (sidecar, old, new).
+    move_records: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Sidecars sync moved after their documents (old, new), and of those the paths to
+    #: stage in git (old and new; empty outside a git work tree): see moves.git_stage_paths.
+    sidecars_moved: list[tuple[str, str]] = field(default_factory=list)
+    git_stage: list[str] = field(default_factory=list)
+    git_root: str = ""  # the KB folder the git_stage paths are relative to
     #: The graph channel check that followed (pinakes.channel_choice.refresh), if any.
     channel: dict[str, Any] | None = None
 
@@ -93,7 +105,9 @@ class SyncReport:
         if self.problems:
             text += f"; {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
         text += f" in {self.seconds:.2f}s"
-        if self.rebuilt:
+        if self.healed:
+            text = f"the index was damaged ({self.healed}); rebuilt it from your files: " + text
+        elif self.rebuilt:
             text = "rebuilt the index: " + text
         return text
 
@@ -110,10 +124,16 @@ class SyncReport:
             "sidecars_created": self.sidecars_created,
             "problems": self.problems,
             "rebuilt": self.rebuilt,
+            "healed": self.healed,
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
             "generation": self.generation,
             "edges_written": self.edges_written,
+            "relinked": [{"sidecar": sc, "changes": [{"from": a, "to": b} for a, b in ch]}
+                         for sc, ch in self.relinked],
+            "move_records": [{"sidecar": sc, "from": a, "to": b} for sc, a, b in self.move_records],
+            "sidecars_moved": [{"from": a, "to": b} for a, b in self.sidecars_moved],
+            "git_stage": self.git_stage,
             "channel": self.channel,
         }
 
@@ -139,6 +159,7 @@ class PreparedDoc:
     sidecar: Sidecar | None = None
     fm_problems: list[str] = field(default_factory=list)  # the document's own (not its sidecar's)
     awaiting: bool = False  # no sidecar yet: maybe a move whose sidecar stayed behind
+    moved_from: list[str] = field(default_factory=list)  # its sidecar's move records (relink.py)
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -194,18 +215,47 @@ def sync_kb(src: SyncInputs, *, rebuild: bool = False, progress: ProgressFn | No
     from .store import SyncLock
 
     started = time.perf_counter()
-    report = SyncReport()
     with SyncLock(src.state_dir, wait=lock_wait):
-        settled = _settle_before_rebuild(src, progress) if rebuild else None
-        store, rebuilt = src.open_store(rebuild)
         try:
-            report.rebuilt = rebuilt
-            _sync(src, store, report, progress)
-        finally:
-            store.close()
-        if settled is not None:
-            _merge_settled(report, settled)
+            report = _sync_locked(src, rebuild, progress)
+        except Exception as exc:
+            # The index is derived: damage found mid-sync costs a rebuild, never the sync.
+            from .health import damage_of, discard_index
+
+            reason = damage_of(exc, src.state_dir / "index.db")
+            if reason is None:
+                raise
+            discard_index(src.state_dir)
+            report = _sync_locked(src, False, progress)
+            report.rebuilt, report.healed = True, reason
+    if report.sidecars_moved:
+        from .moves import git_stage_paths
+
+        report.git_stage = git_stage_paths(src.root, report.sidecars_moved)
+        report.git_root = str(src.root)
     report.seconds = time.perf_counter() - started
+    return report
+
+
+def _sync_locked(src: SyncInputs, rebuild: bool, progress: ProgressFn | None) -> SyncReport:
+    """One sync under the lock: settle (for ``--rebuild``), open (rebuilding if needed), sync."""
+    from . import health
+
+    state = src.state_dir
+    report = SyncReport()
+    settled = _settle_before_rebuild(src, progress) if rebuild else None
+    store, rebuilt = src.open_store(rebuild)
+    try:
+        report.rebuilt, report.healed = rebuilt, store.healed
+        _sync(src, store, report, progress)
+        # What the next open checks a lost or stale write-ahead log against.
+        health.record_generation(state, store.get_meta("store_id"), store.generation)
+    finally:
+        store.close()
+    if rebuilt or health.marked_damage(state) is None:
+        health.clear_mark(state)  # a mark about a store this sync (or an earlier one) replaced
+    if settled is not None:
+        _merge_settled(report, settled)
     return report
 
 
@@ -222,14 +272,21 @@ def _settle_before_rebuild(src: SyncInputs, progress: ProgressFn | None) -> Sync
 
     if index_signature(src.state_dir) != src.signature():
         return None
+    from .health import damage_of
+
     pre = SyncReport()
     try:
         store, _ = src.open_store(False)
     except sqlite3.DatabaseError:
         return None
+    if store.healed:  # damaged: it was just dropped, there is nothing to settle from
+        store.close()
+        return None
     try:
         _sync(src, store, pre, progress)
-    except sqlite3.DatabaseError:
+    except Exception as exc:
+        if damage_of(exc, src.state_dir / "index.db") is None:
+            raise
         return None  # a damaged index: nothing to settle from; truth files are whole
     finally:
         store.close()
@@ -244,6 +301,9 @@ def _merge_settled(report: SyncReport, settled: SyncReport) -> None:
 
     report.renamed = once(settled.renamed, report.renamed)
     report.sidecars_created = once(settled.sidecars_created, report.sidecars_created)
+    report.sidecars_moved = once(settled.sidecars_moved, report.sidecars_moved)
+    report.relinked = once(settled.relinked, report.relinked)
+    report.move_records = once(settled.move_records, report.move_records)
     report.problems = once(settled.problems, report.problems)
 
 
@@ -374,6 +434,10 @@ def identity_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport
     scan.removed = [row for row in removed if row["ulid"] in vanished]
     renames.update(swaps)
     scan.renames, scan.swaps = renames, swaps
+    # Authored links follow moved documents; body links get a move record (relink.py).
+    follow_moves(src.root, src.name, str(src.kb.get("bundle_root") or ""), store, renames,
+                 scan.existing, scan.removed, scan.prepared, report,
+                 lambda rel: _reprepare(src, rel, report), identify)
 
 
 # --- phase 3: apply, in one transaction ---------------------------------------------------
@@ -459,6 +523,23 @@ def _finish_report(report: SyncReport, scan: Scan, dupes: list[Any]) -> None:
         )
 
 
+def _reprepare(src: SyncInputs, rel: str, report: SyncReport) -> PreparedDoc | None:
+    """Read an unchanged document again, because this sync rewrote its sidecar (relink.py)."""
+    root = src.root
+    path = root / rel
+    try:
+        st = path.stat()
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    sc_rel = sidecar_rel_path(rel, str(src.kb["sidecars"]))
+    embedder = src.load_embedder()
+    report.unchanged -= 1
+    return _prepare(rel, text, hashlib.sha256(raw).hexdigest(), st, sc_rel, root / sc_rel,
+                    max(32, embedder.max_tokens - CHUNK_HEADROOM), embedder, report, root=root)
+
+
 def _excludes(kb_cfg: dict[str, Any], mode: str) -> list[str]:
     excludes = list(kb_cfg["exclude"])
     if mode not in ("", "beside"):
@@ -534,6 +615,7 @@ def identify(doc: PreparedDoc, sc_path: Path, report: SyncReport, mint: bool = T
     doc.tags = sc.tags or _fm_tags(fm)
     doc.meta = {"front_matter": fm, "sidecar": sc.to_plain() if not sc.error else {}}
     doc.sidecar_stat = _stat_key(sc_path)
+    doc.moved_from = moved_from(sc.data) if not sc.error else []
     doc.awaiting = False
     return True
 
@@ -552,12 +634,6 @@ def _provisional_id(rel: str) -> str:
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
     n = int.from_bytes(hashlib.sha256(rel.encode()).digest()[:16], "big") >> 2
     return "".join(alphabet[(n >> (5 * i)) & 31] for i in reversed(range(26)))
-
-
-def embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """What the embedder sees for a chunk: its document title and heading path give context."""
-    head = " > ".join(heading_path)
-    return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
 
 
 #: Up to this many chunks to embed, a sync embeds before committing (one atomic
@@ -581,7 +657,7 @@ def _embed(src: SyncInputs, store: Store, docs: list[PreparedDoc], report: SyncR
     for doc in docs:
         for chunk in doc.parsed.chunks:
             text = embed_text(doc.title, chunk.heading_path, chunk.text)
-            h = hashlib.sha1(text.encode("utf-8")).hexdigest()
+            h = chunk_hash(text)
             doc.chunk_rows.append({"chunk": chunk, "hash": h})
             pending.setdefault(h, text)
     cached = store.cached_vectors(model, list(pending))
@@ -766,10 +842,11 @@ def _insert_doc(conn: Any, doc: PreparedDoc, tokenizer: str, replace: int | None
     for row in doc.chunk_rows:
         chunk = row["chunk"]
         cur = conn.execute(
-            "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec)"
-            " VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO chunks(doc, ordinal, heading_path, text, hash, start_line, end_line, vec,"
+            " checksum) VALUES (?,?,?,?,?,?,?,?,?)",
             (doc_key, chunk.ordinal, json.dumps(list(chunk.heading_path)), chunk.text, row["hash"],
-             chunk.start_line, chunk.end_line, row["vec"]),
+             chunk.start_line, chunk.end_line, row["vec"],
+             row_checksum(doc.ulid, doc.rel, chunk.ordinal, chunk.start_line, chunk.end_line, row["hash"])),
         )
         conn.execute(
             "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?, ?, ?, ?)",

@@ -104,6 +104,14 @@ def term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(lit + r"(?<![^\W_]" + lit + ")", re.IGNORECASE)
 
 
+def embed_text(title: str, heading_path: tuple[str, ...] | list[str], text: str) -> str:
+    """What the embedder sees for a chunk: its document title and heading path give context.
+
+    Its SHA-1 is the chunk's content hash: the embedding cache's key, and what a
+    search checks a hit's stored text against (pinakes/health.py).
+    """
+    head = " > ".join(heading_path)
+    return f"{title}\n{head}\n{text}" if head else f"{title}\n{text}"
 # --- names in a query (what a question is about) -------------------------------------
 
 #: Word tokens as names are matched: a CJK character alone, else a run of letters/digits.

@@ -31,6 +31,7 @@ when something that matters changed:
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -128,7 +129,7 @@ def watch(kbs: Sequence[KB], on_sync: OnSync, *, stop: threading.Event | None = 
             for w in live:
                 mine = [(int(c), p) for c, p in batch if p.startswith(w.prefix)]
                 w.changes += len(mine)
-                if w.dirty or (mine and _relevant(w, mine)):
+                if w.dirty or (mine and _relevant(w, mine)) or _damaged(w):
                     _sync(w, on_sync)
             if stop.is_set():
                 return
@@ -157,6 +158,17 @@ def _sync(w: _Watched, on_sync: OnSync) -> None:
     on_sync(w.kb, report, None)
 
 
+def _damaged(w: _Watched) -> bool:
+    """A reader (a served search) found the index damaged: sync now, which rebuilds it.
+
+    One ``stat`` per wake-up (about once a second) when there is no mark.
+    """
+    from .health import DAMAGE_MARK, marked_damage
+
+    state = w.kb.config.state_dir
+    return os.path.exists(state / DAMAGE_MARK) and marked_damage(state) is not None
+
+
 def _gone(w: _Watched) -> str | None:
     try:
         st = w.root.stat()
@@ -169,16 +181,26 @@ def _gone(w: _Watched) -> str | None:
 
 
 class _Filter:
-    """watchfiles' default noise filter (editor swap files, .git, ...) plus the store's folder."""
+    """watchfiles' default noise filter (editor swap files, .git, ...) plus the store's folder.
+
+    Except the mark a reader leaves when it finds the index damaged: that event
+    wakes the loop, which then syncs (and so rebuilds). Waiting for a quiet
+    timeout instead is not enough: a server whose calls keep reopening a
+    damaged store keeps touching its ``-wal``/``-shm`` files, so the folder is
+    never quiet.
+    """
 
     def __init__(self) -> None:
         import watchfiles
 
+        from .health import DAMAGE_MARK
+
         self._default = watchfiles.DefaultFilter(
             ignore_dirs=(*watchfiles.DefaultFilter.ignore_dirs, ".pinakes"))
+        self._mark = os.sep + DAMAGE_MARK
 
     def __call__(self, change: Any, path: str) -> bool:
-        return self._default(change, path)
+        return path.endswith(self._mark) or self._default(change, path)
 
 
 def _relevant(w: _Watched, changes: list[tuple[int, str]]) -> bool:
@@ -216,27 +238,34 @@ def _relevant(w: _Watched, changes: list[tuple[int, str]]) -> bool:
     except Exception:  # noqa: BLE001 - no readable index yet: a sync will build one
         return True
     try:
-        for rel, now in docs.items():
-            row = conn.execute("SELECT size, mtime_ns FROM documents WHERE path = ?", (rel,)).fetchone()
-            was = f"{row[0]}:{row[1]}" if row is not None else ""
-            if now != was:
-                return True
-        for rel in gone:
-            inside = conn.execute("SELECT 1 FROM documents WHERE path > ? AND path < ? LIMIT 1",
-                                  (rel + "/", rel + "0")).fetchone()
-            if inside is not None:
-                return True
-        if sidecars:
-            known = dict(conn.execute("SELECT sidecar_path, sidecar_stat FROM documents"))
-            for rel, now in sidecars.items():
-                if rel in known and now != known[rel]:
-                    return True
-                if rel not in known and now:
-                    # A sidecar no document claims (an orphan, or one for a file not
-                    # indexed yet): only a move could use it, and that shows as a doc event.
-                    continue
+        return _disagrees(conn, docs, sidecars, gone)
+    except sqlite3.DatabaseError:
+        return True  # an unreadable (damaged) index: the sync rebuilds it
     finally:
         conn.close()
+
+
+def _disagrees(conn: Any, docs: dict[str, str], sidecars: dict[str, str], gone: list[str]) -> bool:
+    """Whether the index's rows disagree with the changed paths (see :func:`_relevant`)."""
+    for rel, now in docs.items():
+        row = conn.execute("SELECT size, mtime_ns FROM documents WHERE path = ?", (rel,)).fetchone()
+        was = f"{row[0]}:{row[1]}" if row is not None else ""
+        if now != was:
+            return True
+    for rel in gone:
+        inside = conn.execute("SELECT 1 FROM documents WHERE path > ? AND path < ? LIMIT 1",
+                              (rel + "/", rel + "0")).fetchone()
+        if inside is not None:
+            return True
+    if sidecars:
+        known = dict(conn.execute("SELECT sidecar_path, sidecar_stat FROM documents"))
+        for rel, now in sidecars.items():
+            if rel in known and now != known[rel]:
+                return True
+            if rel not in known and now:
+                # A sidecar no document claims (an orphan, or one for a file not
+                # indexed yet): only a move could use it, and that shows as a doc event.
+                continue
     return False
 
 

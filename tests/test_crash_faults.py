@@ -303,3 +303,195 @@ def test_store_deleted_while_serving(tmp_path: Path) -> None:
 
     anyio.run(scenario)
     assert "Traceback" not in (tmp_path / "serve.log").read_text(encoding="utf-8")
+
+
+# -- a damaged index heals itself (pinakes/health.py; benchmarks/harness_damage.py) ---------------
+
+
+def _damage_harness():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "harness_damage.py"
+    spec = importlib.util.spec_from_file_location("harness_damage", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _search(root: Path, user: Path, query: str = "lantern harbour") -> subprocess.CompletedProcess[str]:
+    return pnk(["search", "--kb", str(root), query, "--json", "-k", "3"], user)
+
+
+def _hits(run: subprocess.CompletedProcess[str]) -> list[tuple[str, int]]:
+    assert run.returncode == 0, run.stderr
+    return [(h["path"], h["start_line"]) for h in json.loads(run.stdout)["hits"]]
+
+
+def _synced(tmp_path: Path, n: int = 6) -> tuple[Path, Path, list[tuple[str, int]]]:
+    """A synced KB of ``n`` documents, its user folder, and its clean answer to the test query."""
+    user = tmp_path / "user"
+    root = tmp_path / "kb"
+    write_kb(root, n)
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    return root, user, _hits(_search(root, user))
+
+
+def _heals(root: Path, user: Path, clean: list[tuple[str, int]], *needles: str) -> str:
+    """The plain `pnk sync` a user tries first: succeeds, says in its one summary line that it
+    rebuilt a damaged index, and the search answers as before."""
+    run = pnk(["sync", "--kb", str(root)], user)
+    assert run.returncode == 0 and "Traceback" not in run.stderr and "unexpected" not in run.stderr, run.stderr
+    line = [ln for ln in run.stdout.splitlines() if "damaged" in ln]
+    assert len(line) == 1 and "rebuilt it from your files" in line[0], run.stdout
+    for needle in needles:
+        assert needle in line[0], line[0]
+    assert "0 chunks embedded" in line[0]  # the embedding cache gave every vector back
+    assert _hits(_search(root, user)) == clean
+    assert not (root / ".pinakes" / "index.damaged").exists()
+    return line[0]
+
+
+def test_flipped_bytes_in_the_index_are_refused_by_search_and_healed_by_sync(tmp_path: Path) -> None:
+    """The issue's case: bytes of a synced index.db flipped; search says so, a plain sync heals."""
+    user = tmp_path / "user"
+    root = tmp_path / "kb"
+    docs = write_kb(root, 6)
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    ids = {p.name: read_sidecar(p).id for p in root.glob("*.pnk.yaml")}
+    clean = _hits(_search(root, user))
+    db = root / ".pinakes" / "index.db"
+    data = bytearray(db.read_bytes())
+    at = data.find(b"d03.md")  # a document's path, as SQLite stores it
+    assert at > 0
+    data[at : at + 6] = b"\xff" * 6
+    db.write_bytes(bytes(data))
+    INJECTED["index bytes flipped"] = INJECTED.get("index bytes flipped", 0) + 1
+    line = one_line_error(_search(root, user), "damaged", "run `pnk sync --kb faults`")
+    assert "--rebuild" not in line
+    _heals(root, user, clean, "not UTF-8")
+    assert {p.name: read_sidecar(p).id for p in root.glob("*.pnk.yaml")} == ids  # identity kept
+    assert_intact(root, docs)
+
+
+def test_damage_sqlite_cannot_see_is_caught_by_content_checks(tmp_path: Path) -> None:
+    """A chunk's text and a vector changed inside valid pages: the hash and the CRC catch them."""
+    root, user, clean = _synced(tmp_path)
+    db = root / ".pinakes" / "index.db"
+    conn = sqlite3.connect(db)
+    (cid,) = conn.execute("SELECT c.id FROM chunks c JOIN documents d ON d.doc = c.doc "
+                          "WHERE d.path = ? ORDER BY c.ordinal LIMIT 1", (clean[0][0],)).fetchone()
+    conn.execute("UPDATE chunks SET text = replace(text, 'lantern', 'lanterN') WHERE id = ?", (cid,))
+    conn.commit()
+    conn.close()
+    one_line_error(_search(root, user), "damaged", "does not match its content hash")
+    _heals(root, user, clean, "content hash")
+    conn = sqlite3.connect(db)
+    (blob,) = conn.execute("SELECT vec FROM chunks WHERE id = (SELECT min(id) FROM chunks)").fetchone()
+    bad = bytearray(blob)
+    bad[-6] ^= 0x7F  # the scale's top byte: this chunk would rank first for everything
+    conn.execute("UPDATE chunks SET vec = ? WHERE id = (SELECT min(id) FROM chunks)", (bytes(bad),))
+    conn.commit()
+    conn.close()
+    one_line_error(_search(root, user), "damaged", "checksum")
+    _heals(root, user, clean, "checksum")
+    INJECTED["rows changed inside valid pages"] = INJECTED.get("rows changed inside valid pages", 0) + 2
+
+
+def test_a_path_changed_into_another_valid_one_is_caught(tmp_path: Path) -> None:
+    """One bit flipped in a path can leave valid text (d03.md read as d02.md): the row checksum."""
+    root, user, clean = _synced(tmp_path)
+    conn = sqlite3.connect(root / ".pinakes" / "index.db")
+    conn.execute("UPDATE documents SET path = 'd9' || substr(path, 3) WHERE path = ?", (clean[0][0],))
+    conn.commit()
+    conn.close()
+    INJECTED["rows changed inside valid pages"] = INJECTED.get("rows changed inside valid pages", 0) + 1
+    one_line_error(_search(root, user), "damaged", "checksum")
+    _heals(root, user, clean, "checksum")
+
+
+def test_a_damaged_graph_cache_is_rebuilt_by_the_reader(tmp_path: Path) -> None:
+    """The zip's version field flipped made zipfile raise NotImplementedError, which escaped every
+    search ("unexpected"), and no sync removed the file (found by the damage harness)."""
+    root, user, clean = _synced(tmp_path)
+    cache = root / ".pinakes" / "graph-cache.npz"
+    assert cache.exists()  # left by that search
+    data = bytearray(cache.read_bytes())
+    central = data.find(b"PK\x01\x02")
+    data[central + 6 : central + 8] = b"\xff\xff"  # "version needed to extract"
+    cache.write_bytes(bytes(data))
+    INJECTED["graph cache damaged"] = INJECTED.get("graph cache damaged", 0) + 1
+    assert _hits(_search(root, user)) == clean  # built from SQL, and the file written again
+    assert _hits(_search(root, user)) == clean
+
+
+def test_a_reader_never_searches_an_index_a_rebuild_has_not_filled(tmp_path: Path) -> None:
+    """A rebuild's new file exists before its first commit: reading it would answer nothing."""
+    from pinakes import KB
+    from pinakes.errors import NotSynced
+
+    root = tmp_path / "kb"
+    write_kb(root, 3)
+    kb = KB.open(root)
+    kb.sync()
+    store, rebuilt = kb.open_store_for_write(rebuild=True)  # as a rebuild begins
+    try:
+        assert rebuilt
+        with pytest.raises(NotSynced, match="being built"):
+            KB.open(root).search("lantern")
+    finally:
+        store.close()
+    kb.sync()
+    assert KB.open(root).search("lantern").hits
+
+
+def test_an_index_that_lost_its_last_writes_is_rebuilt(tmp_path: Path) -> None:
+    """The WAL of the last sync lost: the index is an older generation than the last sync left."""
+    user = tmp_path / "user"
+    root = tmp_path / "kb"
+    write_kb(root, 6)
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    state = root / ".pinakes"
+    before = (state / "index.db").read_bytes()
+    (root / "d02.md").write_text("# Doc 2\n\nlantern harbour keeper, rewritten\n", encoding="utf-8")
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    clean = _hits(_search(root, user))
+    (state / "index.db").write_bytes(before)  # the main file without the last sync's frames
+    INJECTED["write-ahead log lost"] = INJECTED.get("write-ahead log lost", 0) + 1
+    one_line_error(_search(root, user), "damaged", "write-ahead log")
+    _heals(root, user, clean, "write-ahead log")
+
+
+def test_a_damaged_embedding_cache_row_is_embedded_again(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    root = tmp_path / "kb"
+    write_kb(root, 4)
+    assert pnk(["sync", "--kb", str(root)], user).returncode == 0
+    db = root / ".pinakes" / "index.db"
+    conn = sqlite3.connect(db)
+    clean = dict(conn.execute("SELECT hash, vec FROM chunks"))
+    conn.close()
+    cache = Path(_env(user)["PINAKES_CACHE_DIR"]) / "embeddings.db"
+    conn = sqlite3.connect(cache)
+    rid, blob = conn.execute("SELECT id, vec FROM vectors ORDER BY id LIMIT 1").fetchone()
+    conn.execute("UPDATE vectors SET vec = ? WHERE id = ?", (bytes([blob[0] ^ 0x40]) + blob[1:], rid))
+    conn.commit()
+    conn.close()
+    INJECTED["embedding cache row changed"] = INJECTED.get("embedding cache row changed", 0) + 1
+    run = pnk(["sync", "--kb", str(root), "--rebuild", "--json"], user)
+    assert run.returncode == 0, run.stderr
+    assert "1 damaged vector in the embedding cache" in run.stderr
+    assert json.loads(run.stdout)["chunks_embedded"] == 1  # that one, and only that one
+    conn = sqlite3.connect(db)
+    assert dict(conn.execute("SELECT hash, vec FROM chunks")) == clean
+    conn.close()
+
+
+def test_damage_harness_ci_size(tmp_path: Path) -> None:
+    """benchmarks/harness_damage.py at CI size: every file, a way each, every face it has."""
+    plan = [("index.db", "flip200", "search"), ("index.db", "truncate-half", "sync"),
+            ("index.db", "zero-page", "serve"), ("index.db-wal", "stale", "sync"),
+            ("graph-cache.npz", "run200", "serve"), ("embeddings.db", "flip200", "sync")]
+    report = _damage_harness().run(seeds=1, small=True, workdir=tmp_path, plan=plan, queries=1)
+    assert report["failures"] == [], json.dumps(report, indent=2)
+    assert report["cases"] == len(plan)

@@ -166,7 +166,8 @@ def test_resync_resolves_a_link_once_its_target_appears(make_kb) -> None:
     sc.write_text(sc.read_text().replace("title: Future Title", "title: Something Else"))
     kb.sync()
     assert "c.md" in out_links(kb, "a.md") and kb.links("a.md")["unresolved"] == []
-    # deleting a target unresolves the link; a rename keeps id links and breaks path links
+    # deleting a target unresolves the link; a rename keeps id links, and a body's path
+    # link to the old place resolves through the move record (doctor names the move)
     os.remove(kb.root / "later.md")
     kb.sync()
     assert kb.links("a.md")["unresolved"] == [{"target": "later.md", "reason": "missing-file"}]
@@ -177,8 +178,10 @@ def test_resync_resolves_a_link_once_its_target_appears(make_kb) -> None:
     os.rename(kb.root / "b.pnk.yaml", kb.root / "b2.pnk.yaml")
     report = kb.sync()
     assert report.renamed == [("b.md", "b2.md")]
-    assert {"target": "b.md", "reason": "missing-file"} in kb.links("a.md")["unresolved"]
-    assert "b2.md" in out_links(kb, "c.md")
+    assert kb.links("a.md")["unresolved"] == [{"target": "later.md", "reason": "missing-file"}]
+    assert "b2.md" in out_links(kb, "a.md") and "b2.md" in out_links(kb, "c.md")
+    assert [(m["target"], m["old"], m["new"]) for m in kb.doctor()["moved_links"]] == [
+        ("b.md", "b.md", "b2.md")]
 
 
 def test_only_what_can_change_is_resolved_again(make_kb, monkeypatch) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -69,7 +71,8 @@ def test_store_holds_codes_and_scale(tmp_path) -> None:  # type: ignore[no-untyp
     kb.sync()
     store = kb.reader()
     cid, h, blob = store.conn.execute("SELECT id, hash, vec FROM chunks LIMIT 1").fetchone()
-    assert len(blob) == kb.embedder.dim + 4
+    assert len(blob) == kb.embedder.dim + 8  # codes, scale, then the CRC-32 of both
+    assert zlib.crc32(blob[:-4]) == int.from_bytes(blob[-4:], "little")
     # The embedding cache keeps the float32 vector; the index holds its codes.
     exact = np.frombuffer(store.cached_vectors(kb.embedder.id, [h])[h], dtype="<f4")
     dense = kb.dense_index(store)

@@ -142,6 +142,11 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
             click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
         for old, new in report.renamed[:20]:
             click.echo(f"  renamed {old} -> {new}")
+        for sc, changes in report.relinked[:20]:
+            click.echo(f"  updated links in {sc}: " + ", ".join(f"{a} -> {b}" for a, b in changes))
+        for sc, old, new in report.move_records[:20]:
+            click.echo(f"  recorded the move {old} -> {new} in {sc} (links that still name "
+                       "the old path resolve through it; `pnk doctor` lists them)")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
     click.echo(summary_line)
@@ -149,6 +154,20 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
     if check and check.get("checked"):  # graph_channel = "auto": the golden set was measured again
         click.echo(f"  graph channel {check['reason']}  (checked in {check['seconds']:.1f}s; "
                    f"{check['why']})")
+    if report.git_stage:
+        click.echo(git_stage_line(report.git_stage, report.git_root))
+
+
+def git_stage_line(paths: list[str], root: Any = None) -> str:
+    """One line with the command that stages the sidecars sync moved (sync never touches git)."""
+    import shlex
+    from pathlib import Path
+
+    here = Path.cwd().resolve()
+    prefix = "git add -A" if root is None or Path(root) == here else f"git -C {shlex.quote(str(root))} add -A"
+    n = len(paths) // 2
+    return (f"  git: sync moved {n} sidecar{'s' if n != 1 else ''} after {'its' if n == 1 else 'their'} "
+            f"note{'s' if n != 1 else ''}; stage the move with: {prefix} " + " ".join(map(shlex.quote, paths)))
 
 
 def _human_bytes(n: int) -> str:

@@ -57,6 +57,9 @@ def doctor(kb_path: str | None, json_: bool) -> None:
              len(r["duplicate_ids"]), "red")
     _section("dangling links", [f"{d['file']}:{d['line']}: {d['target']} ({d['reason']})"
                                 for d in r["dangling"]], counts["dangling"], "yellow")
+    _section("links to a moved document (Pinakes never edits a body: fix the text)",
+             [f"{d['file']}:{d['line']}: {d['target']}: {d['message']}" for d in r.get("moved_links", [])],
+             counts.get("moved_links", 0), "yellow")
     _section("orphan sidecars (their document is gone)", r["orphan_sidecars"],
              counts["orphan_sidecars"], "yellow")
     _section("front matter disagrees with the sidecar (the sidecar wins)",
