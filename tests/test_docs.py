@@ -190,10 +190,22 @@ def test_configuration_page_documents_every_graph_key() -> None:
     assert wanted and wanted <= documented, sorted(wanted - documented)
 
 
-def test_generated_config_points_at_a_page_that_exists(tmp_path: Path) -> None:
-    """`pnk init` writes a pinakes.toml whose reference link names a file in this repository."""
-    subprocess.run([str(Path(sys.executable).with_name("pnk")), "init", str(tmp_path / "kb")],
-                   check=True, capture_output=True)
+def test_generated_config_points_at_a_reference_that_exists(tmp_path: Path) -> None:
+    """`pnk init` writes a pinakes.toml pointing at `pnk help config`, which prints the page.
+
+    No URL: a web address goes stale (or never existed); the installed docs match the
+    installed code.
+    """
+    pnk = str(Path(sys.executable).with_name("pnk"))
+    subprocess.run([pnk, "init", str(tmp_path / "kb")], check=True, capture_output=True)
     text = (tmp_path / "kb" / "pinakes.toml").read_text("utf-8")
+    assert "http" not in text
     refs = re.findall(r"docs/[\w/.-]+\.md", text)
     assert refs and all((ROOT / r).is_file() for r in refs), refs
+    assert "`pnk help config`" in text
+    shown = subprocess.run([pnk, "help", "config"], check=True, capture_output=True, text=True).stdout
+    assert shown == (ROOT / "docs" / "configuration.md").read_text("utf-8")
+    listed = subprocess.run([pnk, "help"], check=True, capture_output=True, text=True).stdout
+    assert "config " in listed and "deep " in listed and "plugins/writing-plugins" in listed
+    bad = subprocess.run([pnk, "help", "../README"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no help topic" in bad.stderr and "Traceback" not in bad.stderr

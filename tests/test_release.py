@@ -240,6 +240,12 @@ def test_built_wheels_install_graph_extra_in_a_fresh_venv(tmp_path: Path) -> Non
     assert {h["path"] for h in result["hits"]} == {"bees.md", "orchards.md"}
     assert any(h["ranks"].get("graph") for h in result["hits"]), result["hits"]
 
+    # The reference pages came with the wheel: `pnk help config` (what pnk init points at).
+    shown = _pnk("help", "config", cwd=tmp_path, exe=pnk)
+    assert shown.returncode == 0 and shown.stdout == (ROOT / "docs" / "configuration.md").read_text("utf-8")
+    assert _pnk("help", "writing-plugins", cwd=tmp_path, exe=pnk).returncode == 1  # it is plugins/...
+    assert _pnk("help", "plugins/writing-plugins", cwd=tmp_path, exe=pnk).returncode == 0
+
     # What [graph] does not bring says which extra does.
     (kb / "pinakes.toml").write_text('[kb]\nname = "tiny"\n[graph]\nner = true\n', "utf-8")
     out = _pnk("sync", cwd=kb, exe=pnk)

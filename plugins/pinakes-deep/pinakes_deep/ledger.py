@@ -34,6 +34,7 @@ here on first use, and their calls are added to the ledger (marked
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -44,9 +45,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from pinakes.config import LEDGER_DIR
 from pinakes.errors import PinakesError
 
-DIR = ".pinakes-ledger"
+DIR = LEDGER_DIR
 SPEND = "spend.jsonl"
 TRANSCRIPTS = "transcripts"
 GITATTRIBUTES = f"{SPEND} merge=union\n"
@@ -81,8 +83,13 @@ def prepare(kb: Any) -> Path:
     Called before every read or write of the ledger; cheap when there is
     nothing to do. Returns the folder.
     """
+    from pinakes.fsutil import stray_temps_under
+
     folder = ledger_dir(kb)
     (folder / TRANSCRIPTS).mkdir(parents=True, exist_ok=True)
+    for _, stray in stray_temps_under(Path(kb.root), DIR):  # a transcript write killed before its rename
+        with contextlib.suppress(OSError):
+            os.unlink(stray)
     attrs = folder / ".gitattributes"
     if not attrs.exists():
         from pinakes.fsutil import atomic_write
