@@ -23,6 +23,7 @@ the plain command, and ``.ci/run``, run everything.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
@@ -108,7 +109,11 @@ def example_kb_copy(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
     shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".pinakes"))
     kb = KB.open(root)
     kb._embedder = embedder
-    kb.sync()
+    # One worker at a time: the first embeds the example KB into the shared session
+    # cache, the others then sync their own copy from it without embedding anything.
+    with open(Path(os.environ[_SESSION_CACHE]) / "example-kb.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        kb.sync()
     kb.close()
     return root
 

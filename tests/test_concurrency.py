@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PNK = str(Path(sys.executable).parent / "pnk")
 
@@ -28,6 +30,7 @@ def _harness():
     return module
 
 
+@pytest.mark.slow
 def test_serve_answers_consistently_while_sync_runs(tmp_path: Path) -> None:
     """Two servers, three sessions, syncs in a loop and a ``pnk sync --watch`` syncing an editor's edits."""
     report = _harness().run(calls=40, docs=8, clients=3, canaries=3, workdir=tmp_path, min_syncs=2)

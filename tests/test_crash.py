@@ -33,6 +33,7 @@ def _harness():
     return module
 
 
+@pytest.mark.slow
 def test_crash_harness_small(tmp_path: Path) -> None:
     report = _harness().run(kills=3, docs=20, seed=7, workdir=tmp_path, share=0.1, ops=["sync", "link"])
     assert report["failures"] == [], json.dumps(report, indent=1)
@@ -40,6 +41,7 @@ def test_crash_harness_small(tmp_path: Path) -> None:
     assert report["recovery_syncs"] >= 1
 
 
+@pytest.mark.slow
 def test_crash_harness_moves_adopt_and_ask(tmp_path: Path) -> None:
     """One kill at each place the rename handling, `pnk adopt` and `--write-suggestions` write."""
     plan = [("sync", "move-sidecar"), ("sync", "swap-sidecar"), ("adopt", "atomic-write"),

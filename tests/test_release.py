@@ -166,6 +166,7 @@ def _tiny_kb(root: Path, config: str = "") -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_missing_plugins_name_their_extra(tmp_path: Path) -> None:
     """With the plugins hidden, each request for one says which extra installs it."""
     kb = _tiny_kb(tmp_path / "kb", config="[graph]\nner = true\n")

@@ -27,7 +27,8 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--base-url", help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8080/v1).")
     @click.option("--write-suggestions", is_flag=True,
                   help="Stage the proposed links (origin: deep) into the sidecars, for you to review and commit.")
-    @click.option("--show-transcript", "show_id", metavar="ID", help="Print a past run's transcript.")
+    @click.option("--show-transcript", "show_id", metavar="ID",
+                  help="Print a past run's transcript (an id prefix is enough; `last`: the newest run).")
     @click.option("--spent", is_flag=True,
                   help="Print what this KB's paid runs spent this month (UTC), by model, from its "
                        "ledger (.pinakes-ledger/spend.jsonl). Spends nothing.")

@@ -60,10 +60,18 @@ def transcripts_dir(kb: Any) -> Path:
 
 
 def load(kb: Any, ident: str) -> dict[str, Any]:
-    """The transcript whose id is (or starts with) ``ident``."""
+    """The transcript whose id is (or starts with) ``ident``; ``last`` is the newest run's.
+
+    Run ids are ULIDs, which sort by creation time, so the newest is the largest.
+    """
     ident = ident.strip().upper()
     ledger.prepare(kb)
     folder = transcripts_dir(kb)
+    if ident == "LAST":
+        newest = max((p for p in folder.glob("*.json") if not p.name.startswith(".")), default=None)
+        ident = newest.stem if newest else ""
+        if not ident:
+            raise TranscriptNotFound(f"no transcript in {folder} yet")
     matches = sorted(folder.glob(f"{ident}*.json")) if ident and folder.is_dir() else []
     if not matches:
         raise TranscriptNotFound(f"no transcript {ident!r} in {folder}")
