@@ -139,6 +139,13 @@ def test_spent_sums_this_month_by_model_and_takes_month_and_all(make_kb: Any, ru
     assert res.exit_code != 0 and "YYYY-MM" in res.output and "Traceback" not in res.output
     res = runner.invoke(cli, ["ask", "--spent", "--kb", str(kb.root), "--month", "1999-12"])
     assert res.exit_code == 0 and "nothing spent in 1999-12" in res.output
+    # looking writes nothing: a KB that never paid gets no ledger folder from --spent
+    fresh = make_kb(DOCS, name="fresh-kb")
+    res = runner.invoke(cli, ["ask", "--spent", "--kb", str(fresh.root), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["calls"] == 0
+    res = runner.invoke(cli, ["ask", "--show-transcript", "last", "--kb", str(fresh.root)])
+    assert res.exit_code == 1 and "no transcript" in res.output
+    assert not (fresh.root / ".pinakes-ledger").exists()
     res = runner.invoke(cli, ["ask", "--kb", str(kb.root), "--all"])
     assert res.exit_code == 2 and "go with --spent" in res.output
     res = runner.invoke(cli, ["ask", "a question", "--spent", "--kb", str(kb.root)])

@@ -77,15 +77,20 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def prepare(kb: Any) -> Path:
+def prepare(kb: Any, create: bool = True) -> Path:
     """Make the ledger folder (with its ``.gitattributes``) and bring in old transcripts.
 
     Called before every read or write of the ledger; cheap when there is
-    nothing to do. Returns the folder.
+    nothing to do. A reader (``create=False``) makes nothing unless there are
+    old transcripts to bring in: looking at what was spent writes no files.
+    Returns the folder.
     """
     from pinakes.fsutil import stray_temps_under
 
     folder = ledger_dir(kb)
+    legacy = Path(kb.config.state_dir) / LEGACY
+    if not create and not legacy.is_dir():
+        return folder
     (folder / TRANSCRIPTS).mkdir(parents=True, exist_ok=True)
     for _, stray in stray_temps_under(Path(kb.root), DIR):  # a transcript write killed before its rename
         with contextlib.suppress(OSError):
@@ -95,7 +100,6 @@ def prepare(kb: Any) -> Path:
         from pinakes.fsutil import atomic_write
 
         atomic_write(attrs, GITATTRIBUTES)
-    legacy = Path(kb.config.state_dir) / LEGACY
     if legacy.is_dir():
         _adopt_legacy(kb, legacy)
     return folder
@@ -257,7 +261,7 @@ def _parse(raw: bytes) -> tuple[list[dict[str, Any]], int]:
 
 def read(kb: Any) -> tuple[list[dict[str, Any]], int]:
     """Every record of the KB's ledger, and how many lines could not be read."""
-    prepare(kb)
+    prepare(kb, create=False)
     path = spend_path(kb)
     try:
         raw = path.read_bytes()

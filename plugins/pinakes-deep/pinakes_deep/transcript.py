@@ -65,10 +65,11 @@ def load(kb: Any, ident: str) -> dict[str, Any]:
     Run ids are ULIDs, which sort by creation time, so the newest is the largest.
     """
     ident = ident.strip().upper()
-    ledger.prepare(kb)
+    ledger.prepare(kb, create=False)
     folder = transcripts_dir(kb)
     if ident == "LAST":
-        newest = max((p for p in folder.glob("*.json") if not p.name.startswith(".")), default=None)
+        found = folder.glob("*.json") if folder.is_dir() else []
+        newest = max((p for p in found if not p.name.startswith(".")), default=None)
         ident = newest.stem if newest else ""
         if not ident:
             raise TranscriptNotFound(f"no transcript in {folder} yet")
