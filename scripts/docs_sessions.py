@@ -156,9 +156,10 @@ def example(tmp: Path) -> Workspace:
 
 
 def cache(tmp: Path) -> Workspace:
-    """The example KB, synced into an embedding cache of its own (so its counts are the KB's)."""
-    ws = _base(tmp, "pinakes/examples/retrieval-kb", ROOT / "examples" / "retrieval-kb",
+    """A new user's embedding cache, after syncing one small KB (~/notes: the bees demo's pages)."""
+    ws = _base(tmp, "notes", ROOT / "examples" / "claudekb-demo" / "kb-bees" / "docs",
                {"PINAKES_CACHE_DIR": str(tmp / "home" / ".cache" / "pinakes")})
+    (ws.kb / "pinakes.toml").write_text('[kb]\nname = "notes"\n', encoding="utf-8")
     _sync(ws)
     return ws
 

@@ -9,6 +9,7 @@ diff; ``python scripts/docs_sessions.py --write PAGE`` rewrites it from the run.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -43,7 +44,11 @@ def test_the_pages_that_quote_output_are_marked() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", MARKED, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_quoted_output_matches_a_real_run(page: Path) -> None:
+def test_quoted_output_matches_a_real_run(page: Path, example_kb_copy: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The session's embedding cache, which example_kb_copy filled: the scenarios' copies of
+    # the example KB embed nothing (those that show a new user's cache make their own).
+    monkeypatch.setenv("PINAKES_CACHE_DIR", os.environ["PINAKES_TEST_SESSION_CACHE"])
     problems = sessions.check_page(page, log=lambda line: None)
     assert not problems, "\n\n".join(problems) + (
         f"\n\n(rewrite from the run: .venv/bin/python scripts/docs_sessions.py --write "
