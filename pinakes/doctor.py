@@ -85,6 +85,9 @@ def diagnose(kb: KB) -> dict[str, Any]:
     # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).
     with store.snapshot() as conn:
         report["hubs"] = top_hubs(conn, limit=10)
+    from .channel_choice import describe as channel_state
+
+    report["channel"] = channel_state(kb)  # which graph channel searches use, and why
     report["glue_tags"] = [
         h for h in report["hubs"]
         if h["kind"] == "tag" and h["share"] >= GLUE_SHARE and h["degree"] >= GLUE_MIN_DOCS

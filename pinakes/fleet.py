@@ -255,12 +255,24 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     confidences = [r.confidence for r in results if r.confidence is not None]
     confidence = max(confidences) if len(confidences) == len(results) else None
     abstained = all(r.abstained for r in results)
+    # Every KB abstained: the reason of the one that came closest.
+    closest = max(results, key=lambda r: -1.0 if r.confidence is None else r.confidence)
     return FleetResult(
         query=query, kb=ALL, hits=hits[:limit],
         confidence=confidence, abstained=abstained, channel=results[0].channel,
+        reason=closest.reason if abstained else None, support=closest.support,
+        channel_reason=_channel_reasons(results),
         timings_ms={"total": (time.perf_counter() - started) * 1000},
         skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
+
+
+def _channel_reasons(results: Sequence[Any]) -> str:
+    """One reason when every KB searched with the same channel for the same reason, else each KB's."""
+    reasons = {r.channel_reason for r in results}
+    if len(reasons) == 1:
+        return reasons.pop()
+    return "; ".join(f"{r.kb}: {r.channel_reason}" for r in results)
 
 
 def describe() -> list[dict[str, object]]:

@@ -120,19 +120,14 @@ class KB:
                      installed: dict[str, Any] | None = None) -> str:
         """The graph channel a search uses: ``requested``, else ``[retrieval] graph_channel``.
 
-        ``"auto"`` (the default) is the installed channel that declares itself
-        the default (``default_channel = True``: the ``ppr`` plugin, which passes
-        the default-on gate on every dev set), or ``"off"`` when none is
-        installed, so a core-only install searches exactly as before.
+        ``"auto"`` (the default) lets this KB's golden set decide, else the
+        installed default channel (``ppr``), else ``"off"``; see
+        :mod:`pinakes.channel_choice`, whose ``channel_in_force`` also says why.
         ``installed``: the channel table, when the caller already collected it.
         """
-        name = str(self.config.retrieval["graph_channel"]) if requested is None else requested
-        if name == "auto":
-            table = self.graph_channels() if installed is None else installed
-            picks = sorted(n for n, c in table.items()
-                           if getattr(c, "default_channel", False))
-            return picks[0] if picks else "off"
-        return name or "off"
+        from .channel_choice import channel_in_force
+
+        return channel_in_force(self, requested, installed)[0]
 
     @property
     def signature(self) -> str:
@@ -265,13 +260,23 @@ class KB:
     # --- the verbs ---------------------------------------------------------------
 
     def sync(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
-             lock_wait: float = 30.0) -> SyncReport:
-        """Index what changed (free: no LLM ever runs here)."""
+             lock_wait: float = 30.0, check_channel: bool = True) -> SyncReport:
+        """Index what changed (free: no LLM ever runs here).
+
+        Then, with ``graph_channel = "auto"`` and a golden set, measure the
+        KB's channel verdict again if it is out of date (``check_channel``;
+        :mod:`pinakes.channel_choice`): seconds, and only when it is.
+        """
         # Imported here: the Markdown parser behind sync is not needed to search,
         # and `pnk search` starts faster without it (docs/performance.md).
+        from .channel_choice import refresh
         from .sync import sync_kb
 
-        return sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        report = sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        if check_channel:  # graph_channel = "auto" with a golden set: is its verdict current?
+            report.channel = refresh(self, None if progress is None else
+                                     lambda done, total: progress("channel", done, total))
+        return report
 
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
                concepts: Sequence[str] = (), channel: str | None = None,

@@ -110,11 +110,19 @@ class SearchOut(BaseModel):
     query: str
     kb: str = Field(description="The KB searched, or 'all' when several were.")
     channel: str = Field(description="Graph channel used ('off' when none).")
+    channel_reason: str = Field("", description="Why that channel, in one line (e.g. the KB's "
+                                "golden set fails the graph gate, or the global default).")
     k: int = Field(description="How many hits were asked for, after the cap.")
     confidence: float | Literal["unknown"] = Field(
         description="Calibrated probability that the hits hold the evidence; 'unknown' when uncalibrated."
     )
     abstained: bool = Field(description="True when confidence is below the KB's abstain_below.")
+    reason: str | None = Field(
+        None,
+        description="When abstained: which part of the question the notes do not support, e.g. "
+                    "\"found 'French press', nothing on 'invented'\" or \"nothing in the notes mentions "
+                    "'BLEU'\". Rephrase that part, or report that the notes lack it.",
+    )
     hits: list[SearchHitOut]
     truncated: bool = Field(description="The response budget cut text or hits: narrow the query, don't page.")
     notes: list[str] = Field(description="Caps applied and other server remarks.")
@@ -424,9 +432,11 @@ class PinakesServer:
             "query": query,
             "kb": label_of.get(result.kb, result.kb),
             "channel": result.channel,
+            "channel_reason": result.channel_reason,
             "k": k if k is not None else min(int(kbs[0].config.retrieval["k"]), MAX_K),
             "confidence": "unknown" if result.confidence is None else round(result.confidence, 4),
             "abstained": result.abstained,
+            "reason": result.reason,
             "hits": hits,
             "truncated": False,
             "notes": notes,
@@ -752,7 +762,9 @@ class PinakesServer:
         add(pinakes_search, title="Search the knowledge base", annotations=READ_ONLY, description=(
             "Hybrid search (BM25 + embeddings, fused) over local Markdown knowledge bases. "
             "Returns ranked chunks (doc_id, title, path, heading path, text, score, per-channel "
-            "ranks), a calibrated confidence ('unknown' when uncalibrated) and whether it abstained. "
+            "ranks), a calibrated confidence ('unknown' when uncalibrated) and whether it abstained; "
+            "an abstention's `reason` names the part of the question the notes do not support "
+            "(rephrase that part, or report the gap rather than answer from the hits). "
             "Prefer refining the query, or naming entities/concepts, over raising k. "
             f"k is capped at {MAX_K}; `truncated: true` means the answer hit the size budget: "
             "narrow the query, don't page."
@@ -849,6 +861,8 @@ def render_search(out: dict[str, Any]) -> str:
     head = (f"{n} hit{'s' if n != 1 else ''} for {out['query']!r} in {out['kb']} "
             f"(confidence {out['confidence']}{', abstains' if out['abstained'] else ''})")
     lines = [head]
+    if out["abstained"] and out.get("reason"):
+        lines.append(f"abstains: {out['reason']}")
     for i, h in enumerate(out["hits"], 1):
         heading = " > ".join(h["heading_path"])
         ranks = ", ".join(f"{c} #{r}" for c, r in h["ranks"].items() if r)
@@ -861,6 +875,8 @@ def render_search(out: dict[str, Any]) -> str:
         lines.append("")
         lines.append("truncated: narrow the query rather than paging")
     lines += [f"skipped {s['kb']}: {s['reason']}" for s in out.get("skipped") or []]
+    if out.get("channel_reason"):
+        lines.append(f"channel {out['channel_reason']}")
     return "\n".join(lines + _notes(out))
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .channel_choice import channel_in_force
 from .config import GRAPH_FUSIONS
 from .errors import QueryError
 from .fsutil import matches_any
@@ -72,6 +73,13 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: While a sync is still embedding: {"embedded": n, "total": m, "lexical_only": bool}.
     embedding: dict[str, Any] | None = None
+    #: Why it abstained, naming the part of the question nothing supports (pinakes.support).
+    reason: str | None = None
+    #: What the question is about and asks, and which asked words no top hit holds
+    #: (``pinakes.support.Support.to_dict``); None when the search is uncalibrated.
+    support: dict[str, Any] | None = None
+    #: Why this channel, in one line starting with it (pinakes.channel_choice).
+    channel_reason: str = ""
 
     @property
     def notice(self) -> str | None:
@@ -89,9 +97,12 @@ class SearchResult:
             "query": self.query,
             "kb": self.kb,
             "channel": self.channel,
+            "channel_reason": self.channel_reason,
             "embedding": self.embedding,
             "confidence": "unknown" if self.confidence is None else round(self.confidence, 4),
             "abstained": self.abstained,
+            "reason": self.reason,
+            "support": self.support,
             "hits": [h.to_dict() for h in self.hits],
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
         }
@@ -171,6 +182,9 @@ class _Lists:
         self.coverage: dict[int, float] = {}  # lexical hit -> share of the query's IDF mass it holds
         self.hybrid_top: float | None = None  # top score of the two-list fusion, before any graph
         self.channel = "off"  # the graph channel in use (calibration checks it)
+        self.query = ""  # the query and the store generation it ran on (pinakes.support reads them)
+        self.generation: int | None = None
+        self.support: Any = None  # pinakes.support.Support, once the confidence has assessed it
 
 
 def _chunk_count(kb: KB, conn: Any, generation: int, held: int) -> int:
@@ -293,7 +307,8 @@ def hybrid_search(
     requested = channel if channel is not None else str(cfg["graph_channel"])
     # One collection of the channel table per search ("auto" reads the same), none when off.
     installed = kb.graph_channels() if requested not in ("", "off", "none") else {}
-    channel_name = kb.channel_name(requested, installed)
+    # Which channel, and why (auto: this KB's golden-set verdict, read from a cached file).
+    channel_name, channel_reason = channel_in_force(kb, channel, installed)
     graph = None
     if channel_name not in ("", "off", "none"):
         if channel_name not in installed:
@@ -345,6 +360,7 @@ def hybrid_search(
         embedding = _embedding_progress(store, len(dense.ids))
         total = _chunk_count(kb, conn, generation, len(dense.ids))
         lists = _Lists()
+        lists.query, lists.generation = query, generation
 
         # 1. Lexical.
         t1 = time.perf_counter()
@@ -485,9 +501,12 @@ def hybrid_search(
     confidence = kb.confidence(hits, lists, cosines) if hits else None
     abstain_below = float(cfg["abstain_below"])
     abstained = confidence is not None and confidence < abstain_below
+    support = lists.support
+    reason = support.reason() if abstained and support is not None else None
     timings["total"] = (time.perf_counter() - t0) * 1000
     return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings,
-                        embedding=embedding)
+                        embedding=embedding, channel_reason=channel_reason, reason=reason,
+                        support=support.to_dict() if support is not None else None)
 
 
 def _embedding_progress(store: Any, held: int) -> dict[str, Any] | None:

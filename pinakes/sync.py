@@ -77,6 +77,8 @@ class SyncReport:
     embed_seconds: float = 0.0
     generation: int = 0
     edges_written: int = 0
+    #: The graph channel check that followed (pinakes.channel_choice.refresh), if any.
+    channel: dict[str, Any] | None = None
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -116,6 +118,7 @@ class SyncReport:
             "embed_seconds": round(self.embed_seconds, 3),
             "generation": self.generation,
             "edges_written": self.edges_written,
+            "channel": self.channel,
         }
 
 

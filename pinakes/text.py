@@ -7,6 +7,7 @@ characters.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
@@ -85,8 +86,13 @@ def fts_phrase(text: str) -> str:
     return '"' + words.replace('"', '""') + '"'
 
 
+@functools.lru_cache(maxsize=4096)
 def term_pattern(term: str) -> re.Pattern[str]:
-    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked"."""
+    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked".
+
+    Cached: the search's coverage weights and the confidence's support check
+    (pinakes.support) match the same query terms in the same search.
+    """
     if CJK_RE.match(term):
         return re.compile(re.escape(term))
     stem = term if len(term) <= 4 else term[: max(4, len(term) - 3)]
@@ -96,3 +102,32 @@ def term_pattern(term: str) -> re.Pattern[str]:
     # first, which is ~3x faster (search runs this on every lexical candidate).
     lit = re.escape(stem)
     return re.compile(lit + r"(?<![^\W_]" + lit + ")", re.IGNORECASE)
+
+
+# --- names in a query (what a question is about) -------------------------------------
+
+#: Word tokens as names are matched: a CJK character alone, else a run of letters/digits.
+NAME_TOKEN_RE = re.compile(f"[{_CJK}]|[^\\W_]+")
+#: Longest name (in tokens) that can count as named in a query.
+MAX_NAME_TOKENS = 12
+
+
+def name_tokens(text: str) -> tuple[str, ...]:
+    """Lower-cased word tokens in order (CJK: one per character), stop words kept."""
+    return tuple(t.lower() for t in NAME_TOKEN_RE.findall(text.replace("’", "'")))
+
+
+def name_spans(tokens: tuple[str, ...], names: object,
+               max_len: int = MAX_NAME_TOKENS) -> list[tuple[int, int]]:
+    """``(start, end)`` token spans of ``tokens`` that are whole known names, longest first wins.
+
+    ``names`` is anything supporting ``in`` on token tuples (a dict or set of
+    names as :func:`name_tokens` gives them). A span strictly inside a longer
+    named span is dropped: "Lothair" inside "Lothair II" names someone else.
+    Shared by the graph channel's seeding and the confidence's subject/asked split.
+    """
+    found = [(i, j) for i in range(len(tokens))
+             for j in range(i + 1, min(len(tokens), i + max_len) + 1)
+             if tokens[i:j] in names]  # type: ignore[operator]
+    return [(i, j) for i, j in found
+            if not any(a <= i and j <= b and (b - a) > (j - i) for a, b in found)]

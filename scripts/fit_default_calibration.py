@@ -1,115 +1,205 @@
 """Fit the calibration shipped for the default embedder (pinakes/data/calibration-<id>.json).
 
-It is fitted with the default graph channel on (``graph_channel = "auto"``,
-i.e. ``ppr`` when the graph plugins are installed), so the default search
-reports a calibrated confidence and abstains. It pools four sources, each
-counting for a quarter whatever its size:
+One command; rerun it whenever a change moves what the default search ranks
+(the default graph channel, fusion weights, the confidence's features), since
+the calibration maps *those* rankings' evidence to a probability:
 
-* the example KB's golden set (multi-section documents, with in-domain
+    .venv/bin/python scripts/fit_default_calibration.py --bench PATH/TO/2wiki \\
+        --golden-kb PATH/TO/DOCS-KB PATH/TO/docs-golden.yaml \\
+        --golden-kb PATH/TO/NOTES-VAULT PATH/TO/vault-golden.yaml
+
+It fits with the KB defaults (``graph_channel = "auto"``: ``ppr`` when the
+graph plugins are installed), so the default search reports a calibrated
+confidence and abstains. Sources, each counting equally whatever its size:
+
+* the example KB's golden set (multi-section documents, in-domain
   unanswerable questions: near misses);
-* the dev split of a 2Wiki dataset folder (964 questions; misses only);
-* the golden set of a documentation KB (``--docs-kb`` synced from a docs
-  folder, with ``--docs-golden``: real linked pages and near-miss
-  unanswerable questions);
+* the dev split of a 2Wiki dataset folder (``--bench``; misses only);
+* each ``--golden-kb FOLDER GOLDEN``: a KB folder and its golden set, with
+  near-miss unanswerable questions. The folder is copied into ``--work``,
+  initialised with the defaults (``pnk init``) and synced there, so the
+  source is never written to and later runs reuse the copy's embeddings;
 * cross-domain negatives: the 2Wiki questions asked of the example KB, and
   the example KB's questions asked of 2Wiki. Neither corpus can answer the
   other's questions, so these teach the calibration what "nothing here"
-  looks like (low cosine, no query word anywhere), which golden sets of
-  in-domain questions never show it.
+  looks like, which golden sets of in-domain questions never show it.
 
-Usage (from the repository root; the 2Wiki KB is cached after its first run;
-the documentation KB must be a synced copy, never a folder you care about):
-
-    .venv/bin/python scripts/fit_default_calibration.py --bench PATH/TO/2wiki \\
-        --docs-kb PATH/TO/SYNCED/DOCS-KB --docs-golden PATH/TO/golden.yaml
+Then it reports, per golden set: near-miss abstention (unanswerable questions
+under ``abstain_below``), the false-abstain rate (answerable questions whose
+evidence *was* in the top k, abstained on) and ECE, three ways: in-sample (the
+file written), held out by 5-fold cross-validation over the pooled questions,
+and leave-one-set-out (fitted without that golden set at all: the closest to
+a KB the calibration never saw). ``--dry-run`` reports without writing.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from pinakes import KB
-from pinakes.evaluation.calibration import FEATURES, expected_calibration_error, fit_calibration
-from pinakes.evaluation.dataset import dataset_relevant, load_dataset, materialise
+from pinakes.config import CONFIG_NAME, DEFAULTS
+from pinakes.evaluation.calibration import (
+    ANCHORS,
+    FEATURES,
+    _sigmoid,
+    cross_validated,
+    expected_calibration_error,
+    fit_calibration,
+    fit_logistic,
+)
+from pinakes.evaluation.dataset import (
+    dataset_relevant,
+    default_cache_root,
+    load_dataset,
+    materialise,
+)
 from pinakes.evaluation.golden import load_golden, resolve_documents
 from pinakes.evaluation.runner import Setting, run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _rows(run) -> tuple[np.ndarray, np.ndarray]:
+@dataclass
+class Source:
+    """One pooled source: its feature rows, labels, and which rows are unanswerable."""
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    unanswerable: np.ndarray
+    golden: bool  # a golden set the report breaks out (has near misses)
+
+
+def _source(name: str, run, golden: bool) -> Source:  # type: ignore[no-untyped-def]
     outs = run.runs[0].outcomes
     x = np.asarray([o.features or [0.0] * len(FEATURES) for o in outs], dtype=np.float64)
     y = np.asarray([1.0 if o.covered else 0.0 for o in outs])
-    return x, y
+    un = np.asarray([o.cls == "unanswerable" for o in outs])
+    return Source(name, x, y, un, golden)
+
+
+def synced_copy(src: Path, work: Path) -> KB:
+    """``src`` copied into ``work`` (once), initialised with the defaults, synced."""
+    src = src.resolve()
+    dst = work / f"{src.parent.name}-{src.name}"  # "docs-dev/kb" and "vault-dev/kb" stay apart
+    if not (dst / CONFIG_NAME).is_file():
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".pinakes", ".git"))
+        (dst / CONFIG_NAME).unlink(missing_ok=True)
+        KB.init(dst, name=f"fit-{dst.name}")
+    kb = KB.open(dst)
+    kb.sync()
+    return kb
+
+
+def weights(sources: list[Source]) -> np.ndarray:
+    """Each source carries an equal share of the total weight."""
+    n = sum(len(s.y) for s in sources)
+    return np.concatenate([np.full(len(s.y), n / (len(sources) * len(s.y))) for s in sources])
+
+
+def rates(p: np.ndarray, s: Source, below: float) -> tuple[float | None, float | None, float]:
+    """Near-miss abstention, false-abstain rate and ECE of predictions ``p`` on one source."""
+    ans = ~s.unanswerable
+    near = float((p[s.unanswerable] < below).mean()) if s.unanswerable.any() else None
+    false = float(((p < below) & (s.y == 1) & ans).sum() / ans.sum()) if ans.any() else None
+    return near, false, expected_calibration_error(p, s.y)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="a 2Wiki dataset folder (corpus.jsonl, queries.jsonl)")
-    ap.add_argument("--docs-kb", required=True, help="a synced documentation KB")
-    ap.add_argument("--docs-golden", required=True, help="that KB's golden set")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--golden-kb", nargs=2, action="append", default=[], metavar=("FOLDER", "GOLDEN"),
+                    help="a KB folder (copied, never written to) and its golden set; repeatable")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="where the copies and the 2Wiki KB live (default: the dataset cache)")
+    ap.add_argument("--out", default=None, help="write here instead of pinakes/data/")
+    ap.add_argument("--dry-run", action="store_true", help="fit and report; write nothing")
     args = ap.parse_args()
+    work = (args.work or default_cache_root() / "calibration-fit").expanduser()
+    work.mkdir(parents=True, exist_ok=True)
 
     kb = KB.open(ROOT / "examples" / "retrieval-kb")
     kb.sync()
     channel = kb.channel_name()
     setting = [Setting(channel, channel)]
     gs = load_golden(kb.root / "golden" / "questions.yaml")
-    ex = run_eval(kb, gs.questions, resolve_documents(kb, gs.questions), setting)
-    x1, y1 = _rows(ex)
+    sources = [_source("example KB", run_eval(kb, gs.questions, resolve_documents(kb, gs.questions),
+                                              setting), True)]
 
-    md = materialise(load_dataset(args.bench))
+    md = materialise(load_dataset(args.bench), work / "datasets")
     md.kb._embedder = kb.embedder
-    wiki = run_eval(md.kb, md.dataset.questions, dataset_relevant(md), setting)
-    x2, y2 = _rows(wiki)
+    sources.append(_source("2wiki", run_eval(md.kb, md.dataset.questions, dataset_relevant(md),
+                                             setting), False))
+    for folder, golden in args.golden_kb:
+        other = synced_copy(Path(folder), work)
+        other._embedder = kb.embedder
+        g = load_golden(Path(golden))
+        sources.append(_source(Path(golden).resolve().parent.name,
+                               run_eval(other, g.questions, resolve_documents(other, g.questions), setting),
+                               True))
 
-    docs = KB.open(Path(args.docs_kb))
-    docs._embedder = kb.embedder
-    dg = load_golden(Path(args.docs_golden))
-    dd = run_eval(docs, dg.questions, resolve_documents(docs, dg.questions), setting)
-    x5, y5 = _rows(dd)
-
-    def off_topic(questions):
+    def off_topic(questions):  # type: ignore[no-untyped-def]
         return [replace(q, cls="unanswerable", documents=()) for q in questions]
 
-    cross_a = run_eval(kb, off_topic(md.dataset.questions), {}, setting)
-    cross_b = run_eval(md.kb, off_topic(gs.questions), {}, setting)
-    x3, y3 = _rows(cross_a)
-    x4, y4 = _rows(cross_b)
-    x3, y3 = np.vstack([x3, x4]), np.concatenate([y3, y4])
-    assert y3.sum() == 0
+    a = _source("cross-domain", run_eval(kb, off_topic(md.dataset.questions), {}, setting), False)
+    b = _source("cross-domain", run_eval(md.kb, off_topic(gs.questions), {}, setting), False)
+    cross = Source("cross-domain", np.vstack([a.x, b.x]), np.concatenate([a.y, b.y]),
+                   np.concatenate([a.unanswerable, b.unanswerable]), False)
+    assert cross.y.sum() == 0
+    sources.append(cross)
 
-    parts = [("example KB", x1, y1), ("2wiki", x2, y2), ("docs KB", x5, y5),
-             ("cross-domain", x3, y3)]
-    x = np.vstack([p[1] for p in parts])
-    y = np.concatenate([p[2] for p in parts])
-    # Each source carries a quarter of the total weight.
-    w = np.concatenate([np.full(len(p[2]), len(y) / (len(parts) * len(p[2]))) for p in parts])
+    x = np.vstack([s.x for s in sources])
+    y = np.concatenate([s.y for s in sources])
+    w = weights(sources)
     before = np.clip(x[:, FEATURES.index("cos_top1")], 0, 1)
+    sizes = " + ".join(f"{s.name} ({len(s.y)})" for s in sources)
     fit = fit_calibration(
         x, y, kb.config.embedder_id, k=int(kb.config.retrieval["k"]), before=before,
         before_label="raw top cosine read as a probability (no calibration)", weights=w,
         graph="" if channel == "off" else channel,
-        source=f"examples/retrieval-kb golden set ({len(y1)}) + 2wiki dev ({len(y2)}) + "
-        f"docs KB golden set ({len(y5)}) + cross-domain negatives ({len(y3)}), a quarter each; "
-        f"graph channel {channel}")
+        source=f"{sizes}; each source an equal share; graph channel {channel}")
+    below = float(DEFAULTS["retrieval"]["abstain_below"])
+    cal = fit.calibration
+    print(f"features: {', '.join(FEATURES)}")
+    print("coefficients (standardised): " + ", ".join(
+        f"{f} {c:+.2f}" for f, c in zip(FEATURES, cal.coef, strict=True)))
+    pooled_cv = cross_validated(x, y, folds=5, weights=w)
     start = 0
-    for name, _, yy in parts:
-        sl = slice(start, start + len(yy))
-        start += len(yy)
-        print(f"{name}: n={len(yy)} positives={int(yy.sum())} held-out ECE "
-              f"{expected_calibration_error(before[sl], y[sl]):.3f} -> "
-              f"{expected_calibration_error(fit.heldout[sl], y[sl]):.3f}")
-    print(f"pooled: ECE {fit.ece_before:.3f} -> {fit.ece_after:.3f}, Brier {fit.brier_after:.3f}")
+    print(f"\nper set, at abstain_below = {below}: near-miss abstention / false-abstain / ECE")
+    print(f"{'set':14} {'in-sample':>22} {'5-fold held out':>22} {'leave-one-set-out':>22}")
+    for i, s in enumerate(sources):
+        sl = slice(start, start + len(s.y))
+        start += len(s.y)
+        if not s.golden:
+            print(f"{s.name:14} n={len(s.y)} ECE in-sample {rates(cal.predict(s.x), s, below)[2]:.3f}, "
+                  f"5-fold {rates(pooled_cv[sl], s, below)[2]:.3f}")
+            continue
+        rest = [o for j, o in enumerate(sources) if j != i]
+        m, sc, co, b0 = fit_logistic(np.vstack([o.x for o in rest]), np.concatenate([o.y for o in rest]),
+                                     weights=weights(rest))
+        loso = _sigmoid(((s.x - m) / sc) @ co + b0)
+        cells = []
+        for p in (cal.predict(s.x), pooled_cv[sl], loso):
+            near, false, ece = rates(np.asarray(p), s, below)
+            cells.append(f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}")
+        print(f"{s.name:14} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22}")
+    print(f"\npooled: ECE {fit.ece_before:.3f} (raw cosine) -> {fit.ece_after:.3f} held out, "
+          f"Brier {fit.brier_after:.3f}")
+    if args.dry_run:
+        return
     out = Path(args.out) if args.out else ROOT / "pinakes" / "data" / f"calibration-{kb.config.embedder_id}.json"
-    fit.calibration.meta["fitted_by"] = "scripts/fit_default_calibration.py"
-    fit.calibration.save(out)
+    cal.meta["fitted_by"] = "scripts/fit_default_calibration.py"
+    # Off-topic examples a KB's own fit (pnk eval --calibrate) adds to its golden set.
+    pick = np.random.default_rng(0).choice(len(cross.y), size=min(ANCHORS, len(cross.y)), replace=False)
+    cal.meta["anchors"] = [[round(float(v), 4) for v in row] for row in cross.x[np.sort(pick)]]
+    cal.save(out)
     print(f"wrote {out}")
 
 

@@ -583,3 +583,55 @@ def test_software_docs_template_and_an_unknown_one(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown template"):
         KB.init(tmp_path / "other", template="cookbook")
     assert not (tmp_path / "other" / "pinakes.toml").exists()
+
+
+# --- round 0 that abstains or misses the asked fact (pinakes/support.py) -------------------------
+
+
+def coffee_kb(make_kb: Any, deep: str = "") -> Any:
+    from .test_support import coffee_docs
+
+    kb = make_kb(coffee_docs(False), name="coffee-ask", config=LLM + ("\n[deep]\n" + deep if deep else ""))
+    kb.sync()
+    return kb
+
+
+def test_an_abstaining_round0_says_the_notes_lack_it_and_pays_nothing(make_kb: Any) -> None:
+    from .test_support import CHEMEX
+
+    kb = coffee_kb(make_kb)
+    with FakeLLM(["A guess the notes do not support [1]."]) as server:
+        data = run(kb, server, CHEMEX, deep=False)
+    assert server.calls == 0
+    assert data["stop_reason"] == "not-in-notes" and data["not_in_notes"] is True
+    assert data["round0"]["abstained"] and data["round0"]["reason"] == "nothing in the notes mentions 'Chemex'"
+    assert data["answer"].startswith("The notes do not contain this: nothing in the notes mentions 'Chemex'")
+    assert data["receipt"]["calls"] == 0 and data["receipt"]["eur"] == 0.0
+    assert data["estimate_eur"] == 0.0 and data["planned_calls"] == []
+    # The CLI says so, and --dry-run plans no paid call.
+    runner = CliRunner()
+    with FakeLLM([]) as server:
+        res = runner.invoke(cli, ["ask", CHEMEX, "--kb", str(kb.root), "--base-url", server.url + "/v1"])
+        dry = runner.invoke(cli, ["ask", CHEMEX, "--kb", str(kb.root), "--base-url", server.url + "/v1",
+                                  "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "The notes do not contain this: nothing in the notes mentions 'Chemex'" in res.output
+    assert "abstains: nothing in the notes mentions 'Chemex'" in dry.output
+    assert "no paid call" in dry.output and server.calls == 0
+
+
+def test_a_near_miss_round0_is_not_the_cheap_exit_of_deep(make_kb: Any) -> None:
+    """The note names the French press, never its inventor: --deep looks further."""
+    from .test_support import CHEMEX, WHO
+
+    kb = coffee_kb(make_kb)  # confident_at stays the default
+    plan = plan_json(("q1", "Who invented the French press?", []))
+    with FakeLLM([plan, "UNKNOWN", "The notes do not say who invented the French press."]) as server:
+        data = run(kb, server, WHO, deep=True)
+    assert not data["round0"]["confident"] and not data["round0"]["abstained"]
+    assert calls_of(data, "decompose") and data["stop_reason"] != "confident"
+    # An abstaining round 0 with --deep goes to the loop too, rather than stopping.
+    with FakeLLM([plan_json(("q1", CHEMEX, [])), "UNKNOWN", "Not in the notes."]) as server:
+        deep = run(kb, server, CHEMEX, deep=True)
+    assert deep["round0"]["abstained"] and calls_of(deep, "decompose")
+    assert deep["stop_reason"] != "not-in-notes"

@@ -200,6 +200,9 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     assert "Fresnel" in top["text"] and top["score"] > 0
     assert set(top["ranks"]) == {"lexical", "dense"}
     assert "Fresnel Lenses" in res.content[0].text
+    # which graph channel, and why (no golden set here: the global default)
+    assert found["channel_reason"].startswith(f"{found['channel']}: ")
+    assert f"channel {found['channel_reason']}" in res.content[0].text
     named = ok(await call("pinakes_search", {"query": "keeper duties", "kb": "lights", "k": 2,
                                              "entities": ["fog signal"], "concepts": ["bad weather"]}))
     assert len(named["hits"]) == 2 and named["hits"][0]["path"] == "ops/storms.md"

@@ -75,7 +75,8 @@ class _Progress:
             return
         if phase != self.phase:
             self.close()
-            label = {"scan": "Scanning ", "embed": "Embedding"}.get(phase, phase)
+            label = {"scan": "Scanning ", "embed": "Embedding",
+                     "channel": "Checking the graph channel"}.get(phase, phase)
             self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
             self.bar.__enter__()
             self.phase = phase
@@ -109,6 +110,10 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
     fresh id; a document moved without its sidecar (git mv, mv) takes its old
     one along and keeps its id. Problems (malformed files, links out of the
     KB, ...) are listed and never stop the rest of the KB from syncing.
+
+    With graph_channel = "auto" and a golden set (golden/questions.yaml), the
+    sync then measures which graph channel the set's own gate supports, when
+    that verdict is missing or out of date (seconds; docs/configuration.md).
     """
     kb = open_kb(kb_path)
     if watch:
@@ -143,6 +148,10 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
     click.echo(summary_line)
+    check = getattr(report, "channel", None)
+    if check and check.get("checked"):  # graph_channel = "auto": the golden set was measured again
+        click.echo(f"  graph channel {check['reason']}  (checked in {check['seconds']:.1f}s; "
+                   f"{check['why']})")
 
 
 def _human_bytes(n: int) -> str:
@@ -158,11 +167,18 @@ def _human_bytes(n: int) -> str:
 @kb_option
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
-    """Documents, chunks, vectors, store size, last sync, schema and embedder."""
+    """Documents, chunks, vectors, store size, last sync, schema, embedder, graph channel.
+
+    The channel row says which graph channel searches use and why (the KB's
+    own golden-set verdict under graph_channel = "auto", and how current it is).
+    """
+    from ..channel_choice import describe as channel_state
     from ..embcache import describe
 
     kb = open_kb(kb_path)
     info = kb.status()
+    if info.get("indexed"):
+        info["channel"] = channel_state(kb)
     info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
     info["cache_bytes"] = cache["bytes"]
     if json_:
@@ -188,11 +204,29 @@ def status(kb_path: str | None, json_: bool) -> None:
         ("schema", info["schema"]),
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
     ]
+    if info.get("channel"):
+        rows.append(("channel", _channel_line(info["channel"])))
     if info.get("edges_by_kind"):
         rows.append(("nodes", ", ".join(f"{k} {v}" for k, v in sorted(info["nodes_by_kind"].items()))))
         rows.append(("edges", ", ".join(f"{k} {v}" for k, v in sorted(info["edges_by_kind"].items()))))
     for label, value in rows:
         click.echo(f"  {label:<10} {value}")
+
+
+def _channel_line(state: dict[str, Any]) -> str:
+    """``pnk status``'s channel row: the reason, then how current this KB's verdict is."""
+    line = state["reason"]
+    check = state.get("check")
+    if not check:
+        return line
+    when = f"checked by {check['by']} at generation {check['generation']}, {check['checked_at']}"
+    moved = check.get("documents_changed_since")
+    if check.get("out_of_date"):
+        when += f"; out of date ({check['out_of_date']}): the next `pnk sync` checks again"
+    elif moved:
+        when += (f"; {moved} document{'s' if moved != 1 else ''} changed since "
+                 f"(`pnk sync` checks again at a tenth of the KB)")
+    return f"{line}\n{'':<13}{when}"
 
 
 def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> str:
@@ -326,8 +360,11 @@ def _print_confidence(result: Any) -> None:
     conf = "unknown" if result.confidence is None else f"{result.confidence:.2f}"
     line = f"confidence: {conf}"
     if result.abstained:
-        line += " (abstains: nothing here looks good enough)"
+        why = getattr(result, "reason", None) or "nothing here looks good enough"
+        line += f" (abstains: {why})"
     click.echo(click.style(line, dim=True))
+    if getattr(result, "channel_reason", ""):
+        click.echo(click.style(f"channel {result.channel_reason}", dim=True))
 
 
 @cli.command()

@@ -7,7 +7,7 @@ import sys
 import click
 
 from . import cli
-from .core import echo_json, json_option, kb_option, open_kb
+from .core import _channel_line, echo_json, json_option, kb_option, open_kb
 
 SHOW = 20  # findings shown per section in human output (--json has them all)
 
@@ -43,6 +43,8 @@ def doctor(kb_path: str | None, json_: bool) -> None:
     click.echo(f"  coverage   {cov['with_authored_links']}/{cov['documents']} documents "
                f"({cov['share']:.0%}) have an authored (sidecar) link in or out; "
                f"{cov['with_any_links']} have any link")
+    if r.get("channel"):
+        click.echo(f"  channel    {_channel_line(r['channel'])}")
     counts = r["counts"]
     _section("error: duplicate ids", [f"{d['id']}: {', '.join(d['paths'])}" for d in r["duplicate_ids"]],
              len(r["duplicate_ids"]), "red")

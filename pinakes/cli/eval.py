@@ -72,6 +72,8 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     (the free path). Graph settings are judged against the `off` baseline by
     the gates (docs/design.md, "The gates").
     """
+    from ..channel_choice import global_default, record_eval_run
+    from ..channel_choice import golden_file as own_golden_file
     from ..evaluation.calibration import (
         calibration_path,
         fit_from_outcomes,
@@ -143,8 +145,11 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         return
 
     channels = kb.graph_channels()
-    default_name = kb.channel_name()
-    settings = parse_matrix(matrix or default_name, channels)
+    default_name = kb.channel_name(installed=channels)  # in force (auto: this KB's verdict)
+    # Without --matrix: the channel against `off`. Under "auto" that is the global default
+    # (ppr) whatever the KB's verdict, so the gate that sets the verdict is measured again.
+    auto = str(kb.config.retrieval.get("graph_channel", "auto")) == "auto"
+    settings = parse_matrix(matrix or (global_default(channels) if auto else default_name), channels)
     calib_setting = next((s for s in settings if s.channel == (default_name if default_name in channels
                                                                  else "off")
                           and s.channels is None and not s.overrides), None)
@@ -173,6 +178,12 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         if bar is not None:
             bar.__exit__(None, None, None)
     run.confidence_source = str(in_force) if in_force else "unknown"
+    if (auto and source["kind"] == "golden" and "sampled_from" not in source
+            and Path(source["path"]).resolve() == own_golden_file(kb.config).resolve()):
+        # The whole of the KB's own golden set: its verdict is what `auto` searches by.
+        recorded = record_eval_run(kb, run, gs.counts())
+        if recorded is not None:
+            run.source["channel"] = {k: recorded[k] for k in ("outcome", "channel", "reason")}
 
     reliability = None
     if calibrate and calib_setting is not None:
@@ -305,6 +316,9 @@ def _print_human(run: Any) -> None:
         click.echo(f"gate {g.gate}: " + click.style(g.verdict, fg=color, bold=True) + f" — {g.summary}")
         for note in g.notes:
             click.echo(f"  note: {note}")
+    chosen = src.get("channel")
+    if chosen:
+        click.echo(f"graph_channel auto: searches of {src['name']} now use {chosen['reason']}")
     if run.calibration is not None:
         fit = run.calibration
         before = "–" if fit.ece_before is None else f"{fit.ece_before:.3f}"

@@ -21,7 +21,14 @@ per-query cost is a few dot products and one tiny SQL lookup:
 ``graph_used``
     1 when a graph channel reordered the result (the query named an entity),
     so a calibration fitted with the default channel on knows how much the
-    graph's reordering is worth.
+    graph's reordering is worth;
+``asked_gap`` / ``unknown_name``
+    whether the top hits support what the question *asks*, not only what it
+    is about (:mod:`pinakes.support`): the largest share of the query's IDF
+    mass carried by one asked word the best of the top hits lacks, and 1 when
+    the question names something the KB never mentions. They are what tells
+    a near miss (the notes name the subject, never the asked fact) from an
+    answer.
 
 Every feature but the last is read from the hybrid's own two lists, before
 any graph channel: the channel adds evidence to the ranking, and the
@@ -53,14 +60,15 @@ import numpy as np
 
 from ..errors import CalibrationError
 from ..fsutil import atomic_write
+from ..support import assess_search
 
 if TYPE_CHECKING:
     from ..kb import KB
 
 FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
-            "graph_used")
+            "graph_used", "asked_gap", "unknown_name")
 #: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
-FEATURE_SET = "v3:" + ",".join(FEATURES)
+FEATURE_SET = "v4:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -126,8 +134,11 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             docs = {int(r[0]): int(r[1]) for r in rows}
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
     graph_used = 1.0 if ranked.get("graph") else 0.0
+    support = assess_search(kb, hits, lists)
+    gap, unknown = support.features if support is not None else (0.0, 0.0)
     return np.array(
-        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used],
+        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used,
+         gap, unknown],
         dtype=np.float64,
     )
 
@@ -326,10 +337,17 @@ def stratified_folds(y: Sequence[float], folds: int, seed: int = 0) -> np.ndarra
     return out
 
 
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # features, labels, weights
+
+
 def cross_validated(x: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0, l2: float = 1.0,
-                    weights: np.ndarray | None = None, prior: Calibration | None = None
-                    ) -> np.ndarray:
-    """Held-out predictions: each row predicted by a model fitted without its fold."""
+                    weights: np.ndarray | None = None, prior: Calibration | None = None,
+                    extra: Rows | None = None) -> np.ndarray:
+    """Held-out predictions: each row predicted by a model fitted without its fold.
+
+    ``extra`` rows (anchors, see :func:`anchor_rows`) join every fold's training
+    and are never predicted: they are not the KB's questions.
+    """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     sw = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -344,9 +362,42 @@ def cross_validated(x: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0,
         if len(set(y[train].tolist())) < 2:
             pred[test] = float(y[train].mean()) if train.any() else 0.5
             continue
-        mean, scale, coef, b = fit_logistic(x[train], y[train], l2=l2, weights=sw[train], prior=prior)
+        xt, yt, wt = _with_extra(x[train], y[train], sw[train], extra)
+        mean, scale, coef, b = fit_logistic(xt, yt, l2=l2, weights=wt, prior=prior)
         pred[test] = _sigmoid(((x[test] - mean) / scale) @ coef + b)
     return pred
+
+
+def _with_extra(x: np.ndarray, y: np.ndarray, w: np.ndarray, extra: Rows | None) -> Rows:
+    if extra is None or not len(extra[0]):
+        return x, y, w
+    return np.vstack([x, extra[0]]), np.concatenate([y, extra[1]]), np.concatenate([w, extra[2]])
+
+
+#: How many off-topic feature rows the shipped calibration carries (see :func:`anchor_rows`).
+ANCHORS = 32
+#: Their total weight in a KB's own fit, as a share of its questions: at 0.5 the example KB's
+#: held-out ECE stays 0.04 and an off-topic question ("How long should I boil an egg?")
+#: abstains again (0.1: 0.30, 0.25: 0.25, 0.5: 0.20, 1.0: 0.14 with ECE 0.06).
+ANCHOR_SHARE = 0.5
+
+
+def anchor_rows(prior: Calibration | None, n: int) -> Rows | None:
+    """Off-topic examples the shipped calibration carries, weighted for a fit on ``n`` questions.
+
+    A KB's golden set asks only in-domain questions: fitted on them alone, a
+    calibration has never seen "nothing here" (low cosine, no query word
+    anywhere) and its intercept, free of the prior, can leave such a question
+    above ``abstain_below``. The shipped fit saw thousands (cross-domain
+    negatives) and keeps :data:`ANCHORS` of their feature rows in its file
+    (``anchors``); a KB's fit adds them as negatives worth :data:`ANCHOR_SHARE`
+    of its own questions. They are never scored in its held-out error.
+    """
+    rows = (prior.meta.get("anchors") if prior is not None else None) or []
+    xa = np.asarray([r for r in rows if len(r) == len(FEATURES)], dtype=np.float64)
+    if not len(xa) or n <= 0:
+        return None
+    return xa, np.zeros(len(xa)), np.full(len(xa), ANCHOR_SHARE * n / len(xa))
 
 
 @dataclass
@@ -380,8 +431,13 @@ def fit_calibration(
     prior: Calibration | None = None,
     lists: Sequence[str] = ("dense", "lexical"),
     graph: str = "",
+    extra: Rows | None = None,
 ) -> CalibrationFit:
-    """Fit on everything; judge by k-fold held-out ECE against the ``before`` probabilities."""
+    """Fit on everything; judge by k-fold held-out ECE against the ``before`` probabilities.
+
+    ``extra`` rows join the training (every fold's and the final fit's) but are
+    never scored: the anchors of :func:`anchor_rows`.
+    """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if len(y) < 4:
@@ -392,8 +448,11 @@ def fit_calibration(
             f"every question is a {what}: calibration needs both hits and misses "
             "(add unanswerable questions or harder ones to the golden set)"
         )
-    heldout = cross_validated(x, y, folds=folds, seed=seed, l2=l2, weights=weights, prior=prior)
-    mean, scale, coef, b = fit_logistic(x, y, l2=l2, weights=weights, prior=prior)
+    heldout = cross_validated(x, y, folds=folds, seed=seed, l2=l2, weights=weights, prior=prior,
+                              extra=extra)
+    sw = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    xt, yt, wt = _with_extra(x, y, sw, extra)
+    mean, scale, coef, b = fit_logistic(xt, yt, l2=l2, weights=wt, prior=prior)
     ece_before = expected_calibration_error(before, y) if before is not None else None
     ece_after = expected_calibration_error(heldout, y)
     brier = float(np.mean((heldout - y) ** 2))
@@ -459,7 +518,8 @@ def fit_from_outcomes(outcomes: Sequence[Any], embedder_id: str, *, k: int, fold
     score a user would otherwise trust; the ECE of the calibration in force
     during the run (if any) is kept in ``in_force_ece`` of the file's meta.
     With a ``prior`` (the shipped calibration), slopes shrink towards it with
-    strength :data:`PRIOR_STRENGTH`; without, towards zero with strength 1.
+    strength :data:`PRIOR_STRENGTH`, and its off-topic anchors join the fit
+    (:func:`anchor_rows`); without, slopes shrink towards zero with strength 1.
     """
     rows = [o.features if o.features is not None else [0.0] * len(FEATURES) for o in outcomes]
     x = np.asarray(rows, dtype=np.float64)
@@ -469,7 +529,9 @@ def fit_from_outcomes(outcomes: Sequence[Any], embedder_id: str, *, k: int, fold
     strength = l2 if l2 is not None else (PRIOR_STRENGTH if prior is not None else 1.0)
     fit = fit_calibration(x, y, embedder_id, k=k, before=before, before_label=label,
                           folds=folds, seed=seed, source=source, prior=prior, l2=strength,
-                          lists=lists, graph=graph)
+                          lists=lists, graph=graph, extra=anchor_rows(prior, len(y)))
+    if prior is not None and prior.meta.get("anchors"):
+        fit.calibration.meta["anchored"] = len(prior.meta["anchors"])
     reported = [o.confidence for o in outcomes]
     if outcomes and all(c is not None for c in reported):
         fit.in_force_ece = expected_calibration_error(np.asarray(reported, dtype=np.float64), y)

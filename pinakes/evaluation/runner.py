@@ -286,8 +286,14 @@ def run_eval(
     source: Mapping[str, Any] | None = None,
     progress: ProgressFn | None = None,
     tolerances: GateTolerances = DEFAULT_TOLERANCES,
+    reach: bool = True,
 ) -> EvalRun:
-    """Search every question in every setting; collect metrics, reachability and gate verdicts."""
+    """Search every question in every setting; collect metrics, reachability and gate verdicts.
+
+    ``reach=False`` skips the channel-reachable ceiling (a walk per multi-hop
+    question): the default-on gate does not read it, and the channel check that
+    ``pnk sync`` runs (:mod:`pinakes.channel_choice`) needs only that gate.
+    """
     started = time.perf_counter()
     k = int(kb.config.retrieval["k"])
     store = kb.reader()
@@ -330,20 +336,20 @@ def run_eval(
     for run in runs:
         run.metrics = M.grouped(run.outcomes)
 
-    reach = None
+    ceiling = None
     base = next((r for r in runs if r.setting.is_baseline), None)
-    if base is not None and any(o.cls == "multi-hop" for o in base.outcomes):
+    if reach and base is not None and any(o.cls == "multi-hop" for o in base.outcomes):
         fn, reason, notes = default_reach_fn(kb, store)
         items = [(o.relevant, o.seeds, seed_documents(chunk_doc, o.seeds))
                  for o in base.outcomes if o.cls == "multi-hop"]
-        reach = reach_report(items, fn, store, notes) if fn else ReachReport(False, reason)
+        ceiling = reach_report(items, fn, store, notes) if fn else ReachReport(False, reason)
     metric_view = {r.setting.name: {"all": r.metrics["all"], **r.metrics["by_class"]} for r in runs}
     graph = [r.setting.name for r in runs if r.setting.is_graph]
     expand = [r.setting.name for r in runs if r.setting.channel == "expand"]
     gates = (
-        gate_verdicts(metric_view, graph, base.setting.name, reach.to_dict() if reach else None,
+        gate_verdicts(metric_view, graph, base.setting.name, ceiling.to_dict() if ceiling else None,
                       expand, tolerances)
         if base is not None else []
     )
-    return EvalRun(dict(source or {}), k, runs, reach, gates, embed_ms,
+    return EvalRun(dict(source or {}), k, runs, ceiling, gates, embed_ms,
                    time.perf_counter() - started)

@@ -93,6 +93,8 @@ def add_commands(cli: click.Group) -> None:
                     out.update(dry_run=True, estimate_eur=None, estimate_note=no_estimate)
                 echo_json(out)
                 return
+            if res.abstained:
+                click.echo(f"The notes do not contain this: {res.reason}.")
             for i, h in enumerate(res.hits, 1):
                 click.echo(f"[{i}] {h.title}  {h.path}:{h.start_line}")
                 click.echo(f"    {h.snippet}")
@@ -133,10 +135,15 @@ def _dry_run(run: Any, json_: bool, echo_json: Any) -> None:
     from .budget import eur
 
     _, conf, confident = run.round0()
-    shape = ("one synthesis call" if (confident or not run.deep) else
-             f"decompose (up to 2 calls), up to {run.settings.deep['max_rounds']} rounds of free "
-             "retrieval + one solve call, one synthesis call")
+    if run.abstained and not run.deep:
+        shape = f"no paid call: the notes do not contain this ({run.reason})"
+    elif confident or not run.deep:
+        shape = "one synthesis call"
+    else:
+        shape = (f"decompose (up to 2 calls), up to {run.settings.deep['max_rounds']} rounds of free "
+                 "retrieval + one solve call, one synthesis call")
     out = {"question": run.question, "dry_run": True, "confidence": conf, "confident": confident,
+           "abstained": run.abstained, "reason": run.reason,
            "plan": shape, "estimate_eur": float(run.estimate), "cap_eur": float(run.budget.cap_eur),
            "planned_calls": [c.__dict__ for c in run.planned],
            "backend": run.settings.backend_id, "model": run.settings.model}
@@ -144,8 +151,9 @@ def _dry_run(run: Any, json_: bool, echo_json: Any) -> None:
         echo_json(out)
         return
     shown = "unknown" if conf is None else f"{conf:.2f}"
+    verdict = f"abstains: {run.reason}" if run.abstained else ("confident" if confident else "not confident")
     click.echo(f"round 0: free search, confidence {shown} (confident at "
-               f"{run.settings.deep['confident_at']}): {'confident' if confident else 'not confident'}")
+               f"{run.settings.deep['confident_at']}): {verdict}")
     click.echo(f"plan: {shape}")
     click.echo(f"estimate: up to {eur(min(run.estimate, run.budget.cap_eur))} for up to "
                f"{len(run.planned)} calls (cap {eur(run.budget.cap_eur)}); dry run: nothing was spent")

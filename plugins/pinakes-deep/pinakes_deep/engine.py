@@ -3,7 +3,12 @@
 The loop, written from the design's description:
 
 * **Round 0** is the free pipeline. Its calibrated confidence gates the rest:
-  confident, or not ``deep``, means exactly one synthesis call.
+  confident, or not ``deep``, means exactly one synthesis call. When round 0
+  *abstains* (the notes name the subject but nothing supports what is asked,
+  or nothing matches at all), an answer from its passages would be a guess:
+  without ``deep`` the run says the notes do not contain it and why, and pays
+  nothing; with ``deep`` it goes on to the loop, which may find the fact
+  elsewhere.
 * **Decompose** (one call, and one repair call if the reply is unusable) into
   a sub-question DAG; unknown ids, self-loops and cycles are repaired
   (:mod:`pinakes_deep.dag`); the plan runs in topological order.
@@ -188,26 +193,42 @@ class Run:
         self.transcript = Transcript(new_ulid(), kb, question, "deep" if deep else "ask", settings.public())
         self._plan(self.planned)
         self.worst = {c.purpose: settings.price.cost(c.input_tokens, c.max_tokens) for c in self.planned}
+        self.last: Any = None  # the latest free search's result
+        self.abstained = False  # round 0 abstained
+        self.reason: str | None = None  # ... and why (pinakes.support)
 
     # -- the free part -------------------------------------------------------------------
 
     def retrieve(self, query: str, k: int, label: str) -> tuple[list[Passage], float | None]:
         res = self.kb.search(query, k=k)
+        self.last = res
         ps = _passages(res)
         self.transcript.add_round({"kind": "retrieve", "label": label, "query": query,
                                    "retrieved": [p.to_dict() for p in ps],
-                                   "confidence": res.confidence, "cost_eur": 0.0})
+                                   "confidence": res.confidence, "abstained": res.abstained,
+                                   "reason": res.reason, "cost_eur": 0.0})
         return ps, res.confidence
 
     def round0(self) -> tuple[list[Passage], float | None, bool]:
         k = max(self.caps.final_passages, self.caps.passages)
         ps, conf = self.retrieve(self.question, k, "round 0")
         gate = float(self.settings.deep["confident_at"])
-        confident = conf is not None and conf >= gate
-        self.transcript.data["round0"] = {"confidence": conf, "confident_at": gate, "confident": confident}
-        if self.deep and confident:  # the loop will not run: the bound shrinks to one call
+        self.abstained = bool(self.last.abstained)
+        self.reason = self.last.reason
+        confident = conf is not None and conf >= gate and not self.abstained
+        self.transcript.data["round0"] = {"confidence": conf, "confident_at": gate, "confident": confident,
+                                          "abstained": self.abstained, "reason": self.reason}
+        if self.abstained and not self.deep:  # the notes lack it: no paid call at all
+            self._plan([])
+        elif self.deep and confident:  # the loop will not run: the bound shrinks to one call
             self._plan(plan_calls(self.settings, False))
         return ps, conf, confident
+
+    def not_in_notes(self) -> str:
+        """The answer of a run whose round 0 abstained without ``deep``: what is missing, and why."""
+        why = f": {self.reason}" if self.reason else ""
+        return (f"The notes do not contain this{why}. Nothing was spent; rephrase the question, "
+                "or run with --deep to look further.")
 
     def _plan(self, planned: list[PlannedCall]) -> None:
         self.planned = planned
@@ -282,6 +303,13 @@ class Run:
         t = self.transcript
         try:
             passages0, _conf, confident = self.round0()
+            if self.abstained and not self.deep:
+                t.data["stop_reason"] = "not-in-notes"
+                t.data["not_in_notes"] = True
+                self._finish(self.not_in_notes(), [], [])
+                t.data["receipt"] = self.budget.receipt()
+                t.write()
+                return t.data
             if not self.budget.can_afford(self.worst["synthesis"]):
                 raise BudgetError(
                     f"the cap ({eur(self.budget.cap_eur)}) is below the worst case of a single "

@@ -65,7 +65,15 @@ from pinakes import hookimpl
 from pinakes.config import DEFAULTS as _CONFIG_DEFAULTS
 from pinakes.errors import ConfigError
 from pinakes.graph import GraphIndex
-from pinakes.text import CJK_RE, STOPWORDS, query_terms
+from pinakes.text import (
+    CJK_RE,
+    MAX_NAME_TOKENS,
+    NAME_TOKEN_RE,
+    STOPWORDS,
+    name_spans,
+    name_tokens,
+    query_terms,
+)
 
 from .relations import relation_index, relation_walk
 
@@ -510,14 +518,8 @@ def label_stems(text: str) -> list[str]:
     return list(out)
 
 
-_TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
-#: Longest label (in tokens) that can count as *named* in a query.
-MAX_NAME_TOKENS = 12
-
-
-def tokens(text: str) -> tuple[str, ...]:
-    """Lower-cased word tokens in order (CJK: one per character), stop words kept."""
-    return tuple(t.lower() for t in _TOKEN_RE.findall(text.replace("’", "'")))
+_TOKEN_RE = NAME_TOKEN_RE  # names are tokenised as core's subject/asked split does
+tokens = name_tokens
 
 
 def _ngrams(toks: tuple[str, ...]) -> set[tuple[str, ...]]:
@@ -706,14 +708,7 @@ class NameIndex:
             return []
         raw = _TOKEN_RE.findall(query.replace("’", "'"))  # as written: casing is read below
         toks = tuple(t.lower() for t in raw)  # what tokens(query) gives
-        found: list[tuple[int, int]] = []
-        for i in range(len(toks)):
-            for j in range(i + 1, min(len(toks), i + MAX_NAME_TOKENS) + 1):
-                if toks[i:j] in self.names:
-                    found.append((i, j))
-        # Longest names only: drop a span strictly inside a longer named span.
-        kept = [(i, j) for i, j in found
-                if not any(a <= i and j <= b and (b - a) > (j - i) for a, b in found)]
+        kept = name_spans(toks, self.names, MAX_NAME_TOKENS)  # longest names only
         scale: dict[int, float] = {}
         for i, j in kept:
             w = 1.0

@@ -1,0 +1,236 @@
+"""Near misses: the notes name the subject but not the asked fact (pinakes/support.py).
+
+A small coffee KB, written for these tests: the French press note describes the
+press and never names an inventor; the AeroPress and moka pot notes do name
+theirs, so "invented" is in the KB, just not in the note the question is about.
+The same KB with one sentence added to the French press note (its inventor) is
+the answerable twin: everything else is equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from pinakes import KB
+from pinakes.cli import cli
+from pinakes.evaluation.calibration import FEATURES, extract_features
+from pinakes.support import Support, assess_search, known_names
+from pinakes.text import name_spans, name_tokens
+
+COFFEE = {
+    "coffee/french-press.md": """
+        # French press
+
+        A French press is a cylindrical carafe with a plunger and a fine metal mesh filter.
+        Coarse ground coffee steeps in hot water for about four minutes; pressing the plunger
+        pushes the grounds to the bottom and the brewed coffee is poured off the top.
+
+        ## Brewing
+
+        Use roughly one gram of coffee for every fifteen grams of water, just off the boil.
+        Stir once, put the lid on, wait four minutes, then press slowly.
+
+        ## Cleaning
+
+        The mesh filter traps oils and fines; rinse it after every brew and take the
+        plunger apart once a week.
+        """,
+    "coffee/aeropress.md": """
+        # AeroPress
+
+        The AeroPress was invented by Alan Adler, a Stanford engineering lecturer, in 2005.
+        Air pressure pushes the coffee through a paper filter in under a minute.
+        """,
+    "coffee/moka-pot.md": """
+        # Moka pot
+
+        The moka pot was invented by Alfonso Bialetti in 1933. Steam pressure in the lower
+        chamber pushes water up through the coffee basket into the top chamber.
+        """,
+    "coffee/espresso.md": """
+        # Espresso
+
+        Espresso forces water at about nine bars through a compact puck of finely ground coffee.
+        A shot takes twenty-five to thirty seconds.
+        """,
+    "coffee/grinders.md": """
+        # Grinders
+
+        Burr grinders crush beans between two abrasive surfaces and give an even grind;
+        blade grinders chop unevenly. A French press wants a coarse grind, espresso a fine one.
+        """,
+    "tea/green-tea.md": """
+        # Green tea
+
+        Green tea is steeped at 70 to 80 degrees for two to three minutes; boiling water
+        makes it bitter.
+        """,
+    "kitchen/kettle.md": """
+        # Kettle
+
+        A gooseneck kettle pours slowly and precisely, which matters for pour-over coffee.
+        """,
+    "kitchen/bread.md": """
+        # Sourdough bread
+
+        The starter is fed with equal weights of flour and water the night before baking.
+        """,
+}
+INVENTOR = "It was invented by Attilio Calimani, who patented it in Milan in 1929.\n"
+WHO = "Who invented the French press?"
+
+
+def coffee_docs(with_inventor: bool) -> dict[str, str]:
+    docs = dict(COFFEE)
+    if with_inventor:
+        docs["coffee/french-press.md"] = docs["coffee/french-press.md"].replace(
+            "mesh filter.\n", "mesh filter.\n        " + INVENTOR, 1)
+    return docs
+
+
+@pytest.fixture
+def coffee(make_kb: Any) -> KB:
+    kb = make_kb(coffee_docs(False), name="coffee")
+    kb.sync()
+    return kb
+
+
+@pytest.fixture
+def coffee_with_inventor(make_kb: Any) -> KB:
+    kb = make_kb(coffee_docs(True), name="coffee-inventor")
+    kb.sync()
+    return kb
+
+
+def support_of(kb: KB, query: str) -> tuple[Support, list[float]]:
+    """The support and feature vector the confidence saw for ``query``."""
+    seen: dict[str, Any] = {}
+    original = type(kb).confidence
+
+    def tap(hits: list[Any], lists: Any, cosines: Any) -> float | None:
+        seen["x"] = [float(v) for v in extract_features(kb, hits, lists, cosines)]
+        seen["support"] = lists.support
+        return original(kb, hits, lists, cosines)
+
+    kb.confidence = tap  # type: ignore[method-assign]
+    try:
+        kb.search(query)
+    finally:
+        del kb.confidence
+    return seen["support"], seen["x"]
+
+
+# --- the split: what it is about, what it asks ------------------------------------------------
+
+
+def test_name_spans_keep_the_longest_name() -> None:
+    names = {("lothair",), ("lothair", "ii"), ("french", "press")}
+    toks = name_tokens("When did Lothair II's mother meet the French press?")
+    spans = name_spans(toks, names)
+    assert [toks[i:j] for i, j in spans] == [("lothair", "ii"), ("french", "press")]
+    assert name_spans(name_tokens("nothing named here"), names) == []
+
+
+def test_names_come_from_titles_without_a_graph_plugin(coffee: KB) -> None:
+    store = coffee.reader()
+    names = known_names(coffee, store.conn, store.generation)
+    assert names[("french", "press")] == "French press"
+    assert ("moka", "pot") in names and ("aeropress",) in names
+
+
+def test_the_asked_part_is_measured_against_the_subjects_note(coffee: KB,
+                                                              coffee_with_inventor: KB) -> None:
+    missing, x_missing = support_of(coffee, WHO)
+    assert missing.about == ["French press"] and missing.asked == ["invented"]
+    assert missing.unsupported == ["invented"] and missing.unknown == []
+    # "invented" carries a large share of the question and no top hit holds it, although
+    # other notes (AeroPress, moka pot) do use the word: support is judged on the top hits.
+    gap = x_missing[FEATURES.index("asked_gap")]
+    assert gap > 0.3
+    found, x_found = support_of(coffee_with_inventor, WHO)
+    assert found.about == ["French press"] and found.unsupported == []
+    assert x_found[FEATURES.index("asked_gap")] == 0.0
+    # A question about the same subject that the note does answer has no gap either.
+    steep, _ = support_of(coffee, "How long does coffee steep in a French press?")
+    assert steep.unsupported == [] and steep.gap == 0.0
+
+
+def test_a_name_the_notes_never_mention_is_unknown(coffee: KB) -> None:
+    support, x = support_of(coffee, "How many bars does a Gaggia Classic espresso machine reach?")
+    assert support.unknown == ["Gaggia", "Classic"]
+    assert x[FEATURES.index("unknown_name")] == 1.0
+    assert support.reason() == "nothing in the notes mentions 'Gaggia' or 'Classic'"
+    # The first word of a question is capitalised anyway: never a name by its case alone.
+    plain, x_plain = support_of(coffee, "Grinders: which kind gives an even grind?")
+    assert plain.unknown == [] and x_plain[FEATURES.index("unknown_name")] == 0.0
+
+
+def test_support_needs_the_query_it_was_asked() -> None:
+    class Lists:
+        ranked: dict[str, list[int]] = {}
+
+    assert assess_search(None, [object()], Lists()) is None  # type: ignore[arg-type]
+
+
+# --- the calibrated decision and its reason -----------------------------------------------------
+
+CHEMEX = "Who invented the Chemex coffee maker?"
+
+
+def test_who_invented_loses_its_confidence_when_the_note_never_names_an_inventor(
+        coffee: KB, coffee_with_inventor: KB) -> None:
+    near_miss = coffee.search(WHO)
+    answered = coffee_with_inventor.search(WHO)
+    assert near_miss.hits[0].path == answered.hits[0].path == "coffee/french-press.md"
+    assert near_miss.confidence is not None and answered.confidence is not None
+    # Same subject, same notes but one sentence: the asked part decides.
+    assert answered.confidence > 0.9 and not answered.abstained and answered.reason is None
+    assert near_miss.confidence < answered.confidence - 0.3
+    assert near_miss.confidence < 0.6  # under `pnk ask --deep`'s default confident_at
+    assert near_miss.support is not None and near_miss.support["unsupported"] == ["invented"]
+    assert answered.support is not None and answered.support["unsupported"] == []
+    # The subject alone is not what is penalised: a question the note answers is answered.
+    steep = coffee.search("How long does coffee steep in a French press?")
+    assert not steep.abstained and steep.confidence is not None and steep.confidence > 0.8
+
+
+def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
+    res = coffee.search(CHEMEX)
+    assert res.confidence is not None and res.abstained
+    assert res.reason == "nothing in the notes mentions 'Chemex'"
+
+
+def test_the_reason_reaches_the_cli_and_json(coffee: KB) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["search", CHEMEX, "--kb", str(coffee.root)])
+    assert shown.exit_code == 0, shown.output
+    assert "abstains: nothing in the notes mentions 'Chemex'" in shown.output
+    out = json.loads(runner.invoke(cli, ["search", CHEMEX, "--kb", str(coffee.root), "--json"]).output)
+    assert out["abstained"] is True and out["reason"] == "nothing in the notes mentions 'Chemex'"
+    near = json.loads(runner.invoke(cli, ["search", WHO, "--kb", str(coffee.root), "--json"]).output)
+    assert near["support"]["about"] == ["French press"]
+    assert near["support"]["unsupported"] == ["invented"] and near["support"]["asked_gap"] > 0.3
+    confident = json.loads(runner.invoke(
+        cli, ["search", "How long does coffee steep in a French press?", "--kb", str(coffee.root),
+              "--json"]).output)
+    assert confident["abstained"] is False and confident["reason"] is None
+
+
+def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
+    from .test_mcp import ok, stdio_session
+
+    async def scenario() -> tuple[dict[str, Any], str]:
+        async with stdio_session(["--kb", str(coffee.root)], tmp_path / "serve.log") as session:
+            res = await session.call_tool("pinakes_search", {"query": CHEMEX})
+            return ok(res), res.content[0].text
+
+    out, text = asyncio.run(scenario())
+    assert out["abstained"] is True
+    assert out["reason"] == "nothing in the notes mentions 'Chemex'"
+    assert "abstains: nothing in the notes mentions 'Chemex'" in text
