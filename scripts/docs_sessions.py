@@ -124,10 +124,12 @@ def blocks(page: Path) -> list[Block]:
 
 # --- scenarios ------------------------------------------------------------------------------
 
-def _base(tmp: Path, kb_rel: str, source: Path, extra_env: dict[str, str] | None = None) -> Workspace:
+def _base(tmp: Path, kb_rel: str, source: Path, extra_env: dict[str, str] | None = None,
+          keep_index: bool = False) -> Workspace:
     home = tmp / "home"
     kb = home / kb_rel
-    shutil.copytree(source, kb, ignore=shutil.ignore_patterns(".pinakes", ".pinakes-ledger"))
+    skip = [".pinakes-ledger"] if keep_index else [".pinakes", ".pinakes-ledger"]
+    shutil.copytree(source, kb, ignore=shutil.ignore_patterns(*skip), symlinks=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINAKES_")}
     env.update(HOME=str(home), PINAKES_USER_PATH=str(home / ".config" / "pinakes"),
                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="200", NO_COLOR="1")
@@ -149,8 +151,16 @@ def _sync(ws: Workspace, kb: Path | None = None) -> None:
 
 
 def example(tmp: Path) -> Workspace:
-    """The example KB at ~/pinakes/examples/retrieval-kb, synced; commands run in it."""
-    ws = _base(tmp, "pinakes/examples/retrieval-kb", ROOT / "examples" / "retrieval-kb")
+    """The example KB at ~/pinakes/examples/retrieval-kb, synced; commands run in it.
+
+    ``PINAKES_DOCS_SYNCED_EXAMPLE`` may name an already synced copy of it (the test
+    suite's): it is copied with its index, and the sync finds nothing to do.
+    """
+    synced = os.environ.get("PINAKES_DOCS_SYNCED_EXAMPLE")
+    if synced:
+        ws = _base(tmp, "pinakes/examples/retrieval-kb", Path(synced), keep_index=True)
+    else:
+        ws = _base(tmp, "pinakes/examples/retrieval-kb", ROOT / "examples" / "retrieval-kb")
     _sync(ws)
     return ws
 

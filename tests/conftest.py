@@ -102,19 +102,30 @@ EXAMPLE_KB = Path(__file__).resolve().parents[1] / "examples" / "retrieval-kb"
 
 @pytest.fixture(scope="session")
 def example_kb_copy(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
-    """A synced copy of the bundled example KB, made once per session (read-only use)."""
+    """A synced copy of the bundled example KB, made once per session (read-only use).
+
+    The first worker syncs it (embedding, and the channel check its golden set runs) and
+    leaves the synced folder in the shared session folder; the others copy that, index
+    included (a KB's index is relocatable), and their sync finds nothing to do.
+    """
     import shutil
 
     root = tmp_path_factory.mktemp("example") / "retrieval-kb"
-    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".pinakes"))
-    kb = KB.open(root)
-    kb._embedder = embedder
-    # One worker at a time: the first embeds the example KB into the shared session
-    # cache, the others then sync their own copy from it without embedding anything.
+    shared = Path(os.environ[_SESSION_CACHE]) / "example-kb"
     with open(Path(os.environ[_SESSION_CACHE]) / "example-kb.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker at a time
+        if (shared / "done").exists():
+            shutil.copytree(shared / "retrieval-kb", root, symlinks=True)
+        else:
+            shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".pinakes", ".pinakes-ledger"))
+        kb = KB.open(root)
+        kb._embedder = embedder
         kb.sync()
-    kb.close()
+        kb.close()
+        if not (shared / "done").exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shutil.copytree(root, shared / "retrieval-kb", symlinks=True)
+            (shared / "done").touch()
     return root
 
 

@@ -8,26 +8,17 @@ diff; ``python scripts/docs_sessions.py --write PAGE`` rewrites it from the run.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from .repo_script import load
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("docs_sessions", ROOT / "scripts" / "docs_sessions.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["docs_sessions"] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-sessions = _script()
+sessions = load("scripts/docs_sessions.py")
 MARKED = [p for p in sessions.PAGES if sessions.blocks(p)]
 
 
@@ -49,6 +40,7 @@ def test_quoted_output_matches_a_real_run(page: Path, example_kb_copy: Path,
     # The session's embedding cache, which example_kb_copy filled: the scenarios' copies of
     # the example KB embed nothing (those that show a new user's cache make their own).
     monkeypatch.setenv("PINAKES_CACHE_DIR", os.environ["PINAKES_TEST_SESSION_CACHE"])
+    monkeypatch.setenv("PINAKES_DOCS_SYNCED_EXAMPLE", str(example_kb_copy))  # copied, index and all
     problems = sessions.check_page(page, log=lambda line: None)
     assert not problems, "\n\n".join(problems) + (
         f"\n\n(rewrite from the run: .venv/bin/python scripts/docs_sessions.py --write "

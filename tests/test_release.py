@@ -22,6 +22,8 @@ import pytest
 from pinakes import __version__, extras
 from pinakes.plugins import registrations
 
+from .repo_script import load
+
 ROOT = Path(__file__).resolve().parents[1]
 PNK = Path(sys.executable).with_name("pnk")
 
@@ -49,13 +51,7 @@ def _extra_closure(extra: str, table: dict[str, list[str]]) -> set[str]:
 
 
 def _versions_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("versions", ROOT / "scripts" / "versions.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load("scripts/versions.py")
 
 
 def test_versions_are_in_step() -> None:
