@@ -89,8 +89,8 @@ def prepare(kb: Any, create: bool = True) -> Path:
 
     folder = ledger_dir(kb)
     legacy = Path(kb.config.state_dir) / LEGACY
-    if not create and not legacy.is_dir():
-        return folder
+    if not legacy.is_dir() and (not create or (str(folder) in _prepared and folder.is_dir())):
+        return folder  # nothing to bring in, and (for a writer) made earlier in this process
     (folder / TRANSCRIPTS).mkdir(parents=True, exist_ok=True)
     for _, stray in stray_temps_under(Path(kb.root), DIR):  # a transcript write killed before its rename
         with contextlib.suppress(OSError):
@@ -102,7 +102,11 @@ def prepare(kb: Any, create: bool = True) -> Path:
         atomic_write(attrs, GITATTRIBUTES)
     if legacy.is_dir():
         _adopt_legacy(kb, legacy)
+    _prepared.add(str(folder))
     return folder
+
+
+_prepared: set[str] = set()  # ledger folders made (and swept) by this process: every append asks
 
 
 def _adopt_legacy(kb: Any, legacy: Path) -> None:
