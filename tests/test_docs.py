@@ -209,3 +209,31 @@ def test_generated_config_points_at_a_reference_that_exists(tmp_path: Path) -> N
     assert "config " in listed and "deep " in listed and "plugins/writing-plugins" in listed
     bad = subprocess.run([pnk, "help", "../README"], capture_output=True, text=True)
     assert bad.returncode == 1 and "no help topic" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_readme_problem_lines_are_what_sync_prints(tmp_path: Path) -> None:
+    """The README's forms of a sync problem: `file:line: ...` with a line, `file: ...` without.
+
+    A binary, oversized or symlinked file has no line to point at; the README must not
+    promise one, and the examples it quotes must be what `pnk sync` prints.
+    """
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("**Problems never stop a sync.**"):]
+    section = section[:section.index("\n\n")]
+    assert "with `file:line`" not in section
+    quoted = [" ".join(q.split()).removesuffix("...").rstrip()
+              for q in re.findall(r"`(notes/[^`]+)`", section)]
+    assert any(re.match(r"notes/\S+:\d+:", q) for q in quoted), quoted  # a problem with a line
+    assert any(re.match(r"notes/[^:\s]+: ", q) for q in quoted), quoted  # and one without
+    kb = tmp_path / "kb"
+    (kb / "notes").mkdir(parents=True)
+    (kb / "pinakes.toml").write_text('[kb]\nname = "kb"\n', "utf-8")
+    (kb / "notes" / "a.md").write_text("# A\n\nfine\n", "utf-8")
+    (kb / "notes" / "a.pnk.yaml").write_text("id: [\n", "utf-8")
+    (kb / "notes" / "big.md").write_text("# Big\n\n" + "x" * (11 * 1024 * 1024), "utf-8")
+    done = subprocess.run([str(Path(sys.executable).with_name("pnk")), "sync", "--kb", str(kb)],
+                          capture_output=True, text=True, timeout=300)
+    printed = [line.split("problem: ", 1)[1] for line in (done.stdout + done.stderr).splitlines()
+               if "problem: " in line]
+    for q in quoted:
+        assert any(p.startswith(q) for p in printed), (q, printed)
