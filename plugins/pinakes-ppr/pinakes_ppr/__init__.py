@@ -75,6 +75,7 @@ from pinakes.text import (
     query_terms,
 )
 
+from .bridges import BridgeSettings, Lift, bridge_lift, doc_graph
 from .relations import relation_index, relation_walk
 
 __version__ = "0.1.0"
@@ -184,6 +185,7 @@ class Settings:
     relation_weight: float = 20.0  # > 0: weigh mention edges by the query's relation (relations.py)
     relation_hops: int = 1  # ...only the mention edges of chunks this many hops from the seeds
     lowercase_seed_weight: float = 0.1  # a name used as a common noun (NameIndex.match)
+    bridges: BridgeSettings = field(default_factory=BridgeSettings)  # bridges.py
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -226,6 +228,15 @@ class Settings:
             relation_weight=max(0.0, float(get("ppr_relation_weight"))),
             relation_hops=max(0, int(get("ppr_relation_hops"))),
             lowercase_seed_weight=max(0.0, float(get("ppr_lowercase_seed_weight"))),
+            bridges=BridgeSettings(
+                weight=max(0.0, float(get("ppr_bridge_weight"))),
+                roots=max(0, int(get("ppr_bridge_roots"))),
+                temperature=max(0.0, float(get("ppr_bridge_temperature"))),
+                degree_power=max(0.0, float(get("ppr_bridge_degree_power"))),
+                context_floor=min(1.0, max(0.0, float(get("ppr_bridge_context_floor")))),
+                cap=min(1.0, max(0.0, float(get("ppr_bridge_cap")))),
+
+            ),
         )
 
 
@@ -799,6 +810,14 @@ class Trace:
     roots: int = 0
     ms: float = 0.0
     relation_edges: int = 0  # mention edges the query's relation reweighted
+    lifts: list[Lift] = field(default_factory=list)  # documents the bridges lifted, and why
+    #: An explained search (``pnk search --explain``) keeps what :mod:`.explain` reads:
+    keep: bool = False
+    walk: Any = None  # the operator the walk ran on (relation weights included)
+    reset: np.ndarray | None = None  # the reset vector, normalised
+    p: np.ndarray | None = None  # the walk's scores
+    scores: np.ndarray | None = None  # ... divided by centrality
+    blend: dict[str, Any] = field(default_factory=dict)  # blend_ranking's floor, top, parts
 
 
 def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray:
@@ -816,7 +835,8 @@ def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray
 
 
 def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, float]],
-                  hybrid_weight: float, limit: int) -> list[tuple[int, float]]:
+                  hybrid_weight: float, limit: int,
+                  record: dict[str, Any] | None = None) -> list[tuple[int, float]]:
     """The final ranking: graph evidence on a log scale (0..1) plus the hybrid's own score.
 
     The walk's scores fall geometrically with every hop, so their raw ratios
@@ -824,7 +844,8 @@ def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, f
     the background) and the best (1), a hop costs a roughly constant amount.
     ``hybrid_weight`` times each fused hit's share of the top fused score is
     added, so among chunks the graph cannot tell apart the hybrid's evidence
-    decides, and a strong direct match keeps its place.
+    decides, and a strong direct match keeps its place. ``record`` (an explained
+    search) receives the floor, the top, and each chunk's evidence and hybrid part.
     """
     s = scores[op.chunk_nodes] if len(op.chunk_nodes) else np.zeros(0)
     out: dict[int, float] = {}
@@ -840,10 +861,16 @@ def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, f
             g = (np.clip(np.log(s[pos] / floor) / math.log(smax / floor), 0.0, 1.0)
                  if smax > floor else np.ones(len(pos)))
             out = {int(op.chunk_ids[i]): float(x) for i, x in zip(pos, g, strict=True)}
+            if record is not None:
+                record.update(floor=floor, top=smax, evidence=dict(out))
     top = float(fused[0][1]) if fused else 0.0
+    hybrid = record.setdefault("hybrid", {}) if record is not None else None
     if top > 0 and hybrid_weight > 0:
         for cid, sc in fused:
-            out[int(cid)] = out.get(int(cid), 0.0) + hybrid_weight * float(sc) / top
+            part = hybrid_weight * float(sc) / top
+            out[int(cid)] = out.get(int(cid), 0.0) + part
+            if hybrid is not None:
+                hybrid[int(cid)] = part
     return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -885,11 +912,15 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
                                      settings.relation_hops)
     p, iterations = personalized_pagerank(walk, r, settings.damping, settings.tolerance,
                                           settings.max_iterations)
+    keep = trace is not None and trace.keep
     out: list[tuple[int, float]] = []
     if iterations:
         scores = lifted_scores(op, p, settings)
+        if keep:
+            trace.walk, trace.reset, trace.p, trace.scores = walk, r / float(r.sum()), p, scores
         if settings.blend and fused is not None:
-            out = blend_ranking(op, scores, fused, settings.hybrid_weight, limit)
+            out = blend_ranking(op, scores, fused, settings.hybrid_weight, limit,
+                                trace.blend if keep else None)
         else:
             out = top_chunks(op, scores, limit)
     if trace is not None:
@@ -933,6 +964,8 @@ class PPRChannel:
             op.centrality_divisor(settings.damping, settings.centrality_power)
         if settings.relation_weight > 0:
             relation_index(store.conn, graph)  # the mention contexts (45 ms on 2Wiki)
+        if settings.final and settings.bridges.weight > 0:
+            doc_graph(store.conn, graph)  # the document adjacency and link contexts
 
     def search(self, ctx: Any) -> list[tuple[int, float]]:
         graph = ctx.kb.graph_index(ctx.store)
@@ -941,9 +974,72 @@ class PPRChannel:
         settings = Settings.from_config(ctx.config)
         op = operator_for(graph, dtype=settings.precision)
         limit = max(int(ctx.config.get("candidates", 100)), 1)
-        return run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
+        if getattr(ctx, "explain", False):  # this search's own trace, kept for explain()
+            self.last = ctx.record["ppr"] = Trace(keep=True)
+        fused = getattr(ctx, "fused", None)
+        out = run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
                        cosines=ctx.cosines, roots=ctx.roots, conn=ctx.store.conn, limit=limit,
-                       trace=self.last, fused=getattr(ctx, "fused", None))
+                       trace=self.last, fused=fused)
+        return self._bridged(op, graph, settings, ctx, out, fused)
+
+    def _bridged(self, op: Operator, graph: GraphIndex, settings: Settings, ctx: Any,
+                 walked: list[tuple[int, float]], fused: Any) -> list[tuple[int, float]]:
+        """The walk's ranking (or, when it did not walk, the hybrid's) with bridges lifted.
+
+        Only when the list is the final ranking: as a third RRF list a lifted
+        copy of the hybrid's own list would count the hybrid twice. A search the
+        bridges leave alone and the walk did not touch returns [] (the hybrid
+        ranking stands, exactly as without the channel).
+        """
+        self.last.lifts = []
+        if not settings.final or settings.bridges.weight <= 0:
+            return walked
+        base = walked or list(fused or [])
+        if not base:
+            return walked
+        node_cos = np.full(graph.n, -1.0, dtype=np.float64)
+        node_cos[op.chunk_nodes] = op.chunk_cosines(ctx.dense.ids, ctx.cosines)
+        lifted, lifts = bridge_lift(doc_graph(ctx.store.conn, graph), graph, ctx.store.conn, base,
+                                    node_cos, query_idf(ctx), settings.bridges)
+        self.last.lifts = lifts
+        return lifted if lifts else walked
+
+    def explain(self, ctx: Any, chunk_ids: list[int]) -> dict[str, Any]:
+        """Why the walk ranked these chunks: its seeds, and per chunk the path (:mod:`.explain`)."""
+        from .explain import explain_walk
+
+        trace = ctx.record.get("ppr")
+        if trace is None:
+            return {"channel": {"note": "no graph: the hybrid ranking stands"}, "hits": {}}
+        graph = ctx.kb.graph_index(ctx.store)
+        settings = Settings.from_config(ctx.config)
+        op = operator_for(graph, dtype=settings.precision)
+        return explain_walk(ctx, trace, graph, op, settings, chunk_ids)
+
+
+def query_idf(ctx: Any) -> dict[str, float]:
+    """The query's terms and their IDF over chunks: the lexical stage's, when it passed them.
+
+    Otherwise counted here with the same FTS5 query per term (a search that
+    ran its lexical stage has these counts cached, so this is the fallback).
+    """
+    given = getattr(ctx, "term_idf", None)
+    if given:
+        return dict(given)
+    from pinakes.text import fts_query, query_terms
+
+    conn = ctx.store.conn
+    total = max(1, int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+    out: dict[str, float] = {}
+    for term in query_terms(ctx.query):
+        match = fts_query([term])
+        try:
+            df = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                  (match,)).fetchone()[0]) if match else 0
+        except sqlite3.OperationalError:
+            df = 0
+        out[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return out
 
 
 @hookimpl
