@@ -208,6 +208,36 @@ def claudekb(tmp: Path) -> Workspace:
     return ws
 
 
+def vault(tmp: Path) -> Workspace:
+    """A notes vault of two folders, with a KB made of one of them (~/vault/Baking), synced.
+
+    Its notes link, Obsidian-style, to notes in the other folder, which the KB cannot see.
+    """
+    vault_dir = tmp / "home" / "vault"
+    (vault_dir / "Kitchen").mkdir(parents=True)
+    for name in ("Flour Types", "Oven Temperatures", "Proofing"):
+        (vault_dir / "Kitchen" / f"{name}.md").write_text(f"# {name}\n\nNotes on {name.lower()}.\n",
+                                                          encoding="utf-8")
+    baking = vault_dir / "Baking"
+    baking.mkdir()
+    notes = {
+        "Bake 1": "Rye and spelt.\n\nUsed [[Flour Types]] and [[Oven Temperatures|a hot oven]].\n",
+        "Bake 2": "A long cold proof.\n\nSee [[Proofing]] and [[Flour Types]].\n",
+        "Bake 3": "Too dense.\n\n[[Proofing|Proof]] longer; check [[Oven Temperatures]].\n",
+        "Bake 4": "Better crumb.\n\nThe [[Flour Types|flour]] mattered most.\n",
+        "Bake 5": "Baguettes.\n\n[[Oven Temperatures]] with steam.\n",
+    }
+    for name, body in notes.items():
+        (baking / f"{name}.md").write_text(f"# {name}\n\n{body}", encoding="utf-8")
+    (baking / "Plan.md").write_text('---\nnext: "[[Proofing]]"\n---\n# Plan\n\nBake on Saturdays; '
+                                    "see [[Flour Types]].\n", encoding="utf-8")
+    (baking / "pinakes.toml").write_text('[kb]\nname = "baking"\n', encoding="utf-8")
+    ws = _base(tmp, "unused", ROOT / "examples" / "claudekb-demo" / "kb-orchard" / "docs" / "concepts")
+    ws.kb = ws.cwd = baking
+    _sync(ws)
+    return ws
+
+
 SCRIPTED = [
     '{"subquestions": [{"id": "q1", "question": "Which ranking algorithm does HippoRAG run over its graph?", '
     '"depends_on": []}, {"id": "q2", "question": "In what year was that algorithm first proposed for '
@@ -230,7 +260,7 @@ def deep(tmp: Path) -> Workspace:
 
 SCENARIOS: dict[str, Callable[[Path], Workspace]] = {
     "example": example, "writes": example, "cache": cache, "fleet": fleet, "claudekb": claudekb,
-    "deep": deep}
+    "deep": deep, "vault": vault}
 
 
 # --- running blocks -------------------------------------------------------------------------
