@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from pinakes import KB
 from pinakes_deep.engine import citation_list
+from pinakes_deep.ledger import prepare, transcripts_dir
 from pinakes_deep.prompts import Passage
 
 D = sys.argv[1]
@@ -23,7 +24,8 @@ golden = YAML().load(open(glob.glob(D + "/kb/golden/questions-*.yaml")[0]))
 gold = {q["question"]: {kb.resolve(p)["ulid"] for p in q["documents"]} for q in golden["questions"]}
 rec = []
 echoes = 0
-for f in sorted(glob.glob(D + "/kb/.pinakes/transcripts/*.json")):
+prepare(kb)  # moves transcripts of runs made before the ledger into .pinakes-ledger/
+for f in sorted(glob.glob(str(transcripts_dir(kb) / "*.json"))):
     d = json.load(open(f))
     syn = [r for r in d["rounds"] if r["kind"] == "synthesis"][-1]
     shown = [Passage(p["doc_id"], p["path"], p["title"], "", p["chunk_id"]) for p in syn["retrieved"]]

@@ -19,7 +19,9 @@ import json
 import sqlite3
 from pathlib import Path
 
+from pinakes import KB
 from pinakes_deep import prompts
+from pinakes_deep import transcript as tr
 from pinakes_deep.engine import _echoed_prefix, citation_list, prompt_text
 from pinakes_deep.prompts import Caps, Passage
 
@@ -32,12 +34,13 @@ def main() -> None:
     args = ap.parse_args()
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
     kb_root = Path(report["source"]["kb"])
+    kb = KB.open(kb_root)  # transcripts: .pinakes-ledger/transcripts/ (older runs are moved there)
     db = sqlite3.connect(kb_root / ".pinakes" / "index.db")
     golds = _golds(report, args.dataset, db)
     rows = report["per_question"]
     reread, echoes, exact = [], 0, 0
     for row in rows:
-        t = json.loads((kb_root / ".pinakes" / "transcripts" / f"{row['transcript']}.json").read_text())
+        t = tr.load(kb, row["transcript"])
         syn = [r for r in t["rounds"] if r["kind"] == "synthesis"][-1]
         caps = Caps.from_settings(t["settings"]["deep"])
         shown = [Passage(p["doc_id"], p["path"], p["title"], _text(db, p["chunk_id"]), p["chunk_id"])

@@ -396,6 +396,13 @@ def check_truth(state: State, failures: list[str], where: str, strict: bool = Fa
     from pinakes.sidecar import is_ulid, read_sidecar
 
     root = state.root
+    ledger = root / ".pinakes-ledger" / "spend.jsonl"  # pnk ask's record of money: whole lines only
+    if ledger.exists():
+        for n, line in enumerate(ledger.read_bytes().splitlines(), 1):
+            try:
+                json.loads(line)
+            except ValueError:
+                failures.append(f"{where}: spend ledger line {n} is not whole: {line[:80]!r}")
     config = root / "pinakes.toml"
     if config.exists() or state.config_written or strict:
         if not config.exists() or config.read_bytes() != state.config:
@@ -721,8 +728,9 @@ def run(kills: int = 20, docs: int = 300, seed: int = 15, workdir: Path | None =
             elif op == "ask":
                 question = " ".join(rng.sample(WORDS, 3))
                 args = ["ask", question, "--kb", str(state.root), "--write-suggestions", "--yes", "--json"]
-                # The first atomic write is the run's transcript; it syncs twice (before and after).
-                count = rng.randint(2, 4) if point == "atomic-write" else rng.randint(1, 2)
+                # Its atomic writes: the ledger's .gitattributes (the first run only), the
+                # transcript after the call and at the end, then the sidecars it stages.
+                count = rng.randint(2, 5) if point == "atomic-write" else rng.randint(1, 2)
             else:
                 args = ["sync", "--kb", str(state.root), *(["--rebuild"] if rebuild else [])]
                 op = "sync --rebuild" if rebuild else "sync"

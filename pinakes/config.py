@@ -13,6 +13,9 @@ from .errors import ConfigError, KBNotFound
 
 CONFIG_NAME = "pinakes.toml"
 STATE_DIR = ".pinakes"
+# `pnk ask`'s spend ledger and transcripts (the deep plugin): truth, kept and committed,
+# out of the disposable STATE_DIR; sync only sweeps the temp files of killed writes there.
+LEDGER_DIR = ".pinakes-ledger"
 DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
 
 DEFAULT_EXCLUDE = [".pinakes/**", ".git/**", "node_modules/**", "**/.*/**"]
@@ -136,7 +139,8 @@ GRAPH_FUSIONS = ("auto", "rrf", "final", "blend")
 
 TEMPLATE = """\
 # Pinakes knowledge base. Every key is optional; the defaults are shown commented out.
-# Reference: https://github.com/pinakes/pinakes/blob/main/docs/configuration.md
+# Reference: `pnk help config` prints every key, its default and what it changes
+# (the installed docs/configuration.md).
 
 [kb]
 name = "{name}"                # slug, unique in your fleet

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .config import LEDGER_DIR
 from .faults import crash_point
 from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
 from .graph import run_derivers
@@ -335,6 +336,8 @@ def walk_phase(src: SyncInputs, store: Store) -> Scan:
     if mode not in ("", "beside"):
         # The walk skips the parallel sidecar tree, where a killed sidecar write leaves its temp.
         strays.extend(stray_temps_under(src.root, mode.strip("/")))
+    if (src.root / LEDGER_DIR).is_dir():  # nor does it enter the ledger, where a killed `pnk ask` may leave one
+        strays.extend(stray_temps_under(src.root, LEDGER_DIR))
     for stray_rel, stray in strays:
         # A truth-file write killed before its rename: the file itself is intact.
         with contextlib.suppress(OSError):

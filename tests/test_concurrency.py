@@ -5,7 +5,6 @@ Full size: ``python benchmarks/harness_concurrency.py --calls 500`` (docs/reliab
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -14,20 +13,19 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from .repo_script import load
+
 ROOT = Path(__file__).resolve().parents[1]
 PNK = str(Path(sys.executable).parent / "pnk")
 
 
 def _harness():
-    spec = importlib.util.spec_from_file_location("harness_concurrency",
-                                                  ROOT / "benchmarks" / "harness_concurrency.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["harness_concurrency"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("benchmarks/harness_concurrency.py")
 
 
+@pytest.mark.slow
 def test_serve_answers_consistently_while_sync_runs(tmp_path: Path) -> None:
     """Two servers, three sessions, syncs in a loop and a ``pnk sync --watch`` syncing an editor's edits."""
     report = _harness().run(calls=40, docs=8, clients=3, canaries=3, workdir=tmp_path, min_syncs=2)

@@ -7,7 +7,6 @@ small generated KB with the real embedder and the real ``pnk`` console script.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -20,19 +19,17 @@ import pytest
 
 from pinakes.sidecar import read_sidecar
 
+from .repo_script import load
+
 ROOT = Path(__file__).resolve().parents[1]
 PNK = str(Path(sys.executable).parent / "pnk")
 
 
 def _harness():
-    spec = importlib.util.spec_from_file_location("harness_crash", ROOT / "benchmarks" / "harness_crash.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["harness_crash"] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
+    return load("benchmarks/harness_crash.py")
 
 
+@pytest.mark.slow
 def test_crash_harness_small(tmp_path: Path) -> None:
     report = _harness().run(kills=3, docs=20, seed=7, workdir=tmp_path, share=0.1, ops=["sync", "link"])
     assert report["failures"] == [], json.dumps(report, indent=1)
@@ -40,6 +37,7 @@ def test_crash_harness_small(tmp_path: Path) -> None:
     assert report["recovery_syncs"] >= 1
 
 
+@pytest.mark.slow
 def test_crash_harness_moves_adopt_and_ask(tmp_path: Path) -> None:
     """One kill at each place the rename handling, `pnk adopt` and `--write-suggestions` write."""
     plan = [("sync", "move-sidecar"), ("sync", "swap-sidecar"), ("adopt", "atomic-write"),

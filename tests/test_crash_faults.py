@@ -129,6 +129,7 @@ def without_dac() -> tuple[str, ...]:
 # -- disk full -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_disk_full_at_every_stage_is_one_line_and_loses_nothing(tmp_path: Path) -> None:
     user = tmp_path / "user"
     with tmpfs("6m") as disk:

@@ -170,7 +170,7 @@ def test_deep_loop_repairs_a_cycle_solves_in_order_and_records_everything(make_k
     assert "KNOWN SO FAR" in server.requests[3]["messages"][1]["content"]
     assert "Port Essery" in server.requests[3]["messages"][1]["content"]
     # the transcript on disk: every round's query, retrieved ids, prompt size, reserved and actual cost
-    path = kb.config.state_dir / "transcripts" / f"{data['id']}.json"
+    path = kb.root / ".pinakes-ledger" / "transcripts" / f"{data['id']}.json"
     saved = json.loads(path.read_text())
     assert saved["id"] == data["id"] and saved["answer"].startswith("The north coast")
     for r in saved["rounds"]:
@@ -267,7 +267,7 @@ def test_outage_is_one_clear_error_and_no_sidecar_is_written(make_kb: Any, runne
     assert "HTTP 503" in res.output and "gave up after 4 attempts" in res.output
     assert "Traceback" not in res.output
     assert sidecars(kb.root) == before
-    saved = [json.loads(p.read_text()) for p in (kb.config.state_dir / "transcripts").glob("*.json")]
+    saved = [json.loads(p.read_text()) for p in (kb.root / ".pinakes-ledger" / "transcripts").glob("*.json")]
     assert len(saved) == 1 and saved[0]["stop_reason"] == "error" and "503" in saved[0]["error"]
     check_money({**saved[0], "receipt": saved[0]["receipt"]})
     # and a server that is not there at all
@@ -406,7 +406,7 @@ def test_anthropic_backend_speaks_the_messages_api(make_kb: Any, monkeypatch: py
     assert "sk-ant-test-secret" in (sent.get("x-api-key", "") + sent.get("authorization", ""))
     assert data["answer"] == "Port Essery [1]." and data["citations"][0]["path"] == "machines/halden-turbine.md"
     assert data["receipt"]["price"]["input_per_1k_eur"] == "0.002"
-    transcript = (kb.config.state_dir / "transcripts" / f"{data['id']}.json").read_text()
+    transcript = (kb.root / ".pinakes-ledger" / "transcripts" / f"{data['id']}.json").read_text()
     assert "sk-ant-test-secret" not in transcript
 
 
@@ -520,7 +520,7 @@ def test_eval_deep_reports_cost_tokens_and_cited_recall_per_class(make_kb: Any, 
         assert s["calls_per_query"] >= 3 and s["tokens_per_query"] > 0 and s["budget_breaches"] == 0
     assert out["classes"]["all"]["eur_total"] == pytest.approx(sum(r["eur"] for r in rows.values()))
     # each question left its own transcript
-    assert len(list((kb.config.state_dir / "transcripts").glob("*.json"))) == 3
+    assert len(list((kb.root / ".pinakes-ledger" / "transcripts").glob("*.json"))) == 3
     # --class choose the questions of the paid run as they do the free one's
     one = json.loads(runner.invoke(cli, ["eval", "--deep", "--kb", str(kb.root), "--json",
                                          "--class", "multi-hop"]).output)
@@ -534,7 +534,7 @@ def test_an_unreadable_reply_is_charged_its_reservation(make_kb: Any) -> None:
         with pytest.raises(LLMError, match="unreadable reply"):
             run(kb, server, deep=False)
     assert server.calls == 1
-    saved = json.loads(next((kb.config.state_dir / "transcripts").glob("*.json")).read_text())
+    saved = json.loads(next((kb.root / ".pinakes-ledger" / "transcripts").glob("*.json")).read_text())
     call = next(r for r in saved["rounds"] if r["kind"] == "synthesis")["calls"][0]
     assert call["status"] == "unknown-outcome" and call["eur"] == call["reserved_eur"] > 0
     check_money(saved)

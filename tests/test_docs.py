@@ -190,10 +190,50 @@ def test_configuration_page_documents_every_graph_key() -> None:
     assert wanted and wanted <= documented, sorted(wanted - documented)
 
 
-def test_generated_config_points_at_a_page_that_exists(tmp_path: Path) -> None:
-    """`pnk init` writes a pinakes.toml whose reference link names a file in this repository."""
-    subprocess.run([str(Path(sys.executable).with_name("pnk")), "init", str(tmp_path / "kb")],
-                   check=True, capture_output=True)
+def test_generated_config_points_at_a_reference_that_exists(tmp_path: Path) -> None:
+    """`pnk init` writes a pinakes.toml pointing at `pnk help config`, which prints the page.
+
+    No URL: a web address goes stale (or never existed); the installed docs match the
+    installed code.
+    """
+    pnk = str(Path(sys.executable).with_name("pnk"))
+    subprocess.run([pnk, "init", str(tmp_path / "kb")], check=True, capture_output=True)
     text = (tmp_path / "kb" / "pinakes.toml").read_text("utf-8")
+    assert "http" not in text
     refs = re.findall(r"docs/[\w/.-]+\.md", text)
     assert refs and all((ROOT / r).is_file() for r in refs), refs
+    assert "`pnk help config`" in text
+    shown = subprocess.run([pnk, "help", "config"], check=True, capture_output=True, text=True).stdout
+    assert shown == (ROOT / "docs" / "configuration.md").read_text("utf-8")
+    listed = subprocess.run([pnk, "help"], check=True, capture_output=True, text=True).stdout
+    assert "config " in listed and "deep " in listed and "plugins/writing-plugins" in listed
+    bad = subprocess.run([pnk, "help", "../README"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no help topic" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_readme_problem_lines_are_what_sync_prints(tmp_path: Path) -> None:
+    """The README's forms of a sync problem: `file:line: ...` with a line, `file: ...` without.
+
+    A binary, oversized or symlinked file has no line to point at; the README must not
+    promise one, and the examples it quotes must be what `pnk sync` prints.
+    """
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("**Problems never stop a sync.**"):]
+    section = section[:section.index("\n\n")]
+    assert "with `file:line`" not in section
+    quoted = [" ".join(q.split()).removesuffix("...").rstrip()
+              for q in re.findall(r"`(notes/[^`]+)`", section)]
+    assert any(re.match(r"notes/\S+:\d+:", q) for q in quoted), quoted  # a problem with a line
+    assert any(re.match(r"notes/[^:\s]+: ", q) for q in quoted), quoted  # and one without
+    kb = tmp_path / "kb"
+    (kb / "notes").mkdir(parents=True)
+    (kb / "pinakes.toml").write_text('[kb]\nname = "kb"\n', "utf-8")
+    (kb / "notes" / "a.md").write_text("# A\n\nfine\n", "utf-8")
+    (kb / "notes" / "a.pnk.yaml").write_text("id: [\n", "utf-8")
+    (kb / "notes" / "big.md").write_text("# Big\n\n" + "x" * (11 * 1024 * 1024), "utf-8")
+    done = subprocess.run([str(Path(sys.executable).with_name("pnk")), "sync", "--kb", str(kb)],
+                          capture_output=True, text=True, timeout=300)
+    printed = [line.split("problem: ", 1)[1] for line in (done.stdout + done.stderr).splitlines()
+               if "problem: " in line]
+    for q in quoted:
+        assert any(p.startswith(q) for p in printed), (q, printed)

@@ -129,3 +129,29 @@ def test_eval_init_writes_a_starter_that_evaluates(make_kb, tmp_path: Path) -> N
     other = runner.invoke(cli, ["eval", "--init", "--kb", str(kb.root), "--golden",
                                 str(tmp_path / "elsewhere.yaml"), "--json"])
     assert other.exit_code == 0 and '"questions": 10' in other.output
+
+
+def test_demo_says_what_it_searched_for_and_what_the_output_is(tmp_path: Path, example_kb_copy: Path) -> None:
+    """`bash scripts/demo.sh` (the README's first command), on a copy: the query, then the hits.
+
+    The copy has the real demo script, this checkout's venv and a synced copy of the example
+    KB; only scripts/setup.sh is a stub (installing is what .ci/run's clean clone tests).
+    """
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "demo.sh", tmp_path / "scripts" / "demo.sh")
+    (tmp_path / "scripts" / "setup.sh").write_text("exit 0\n", "utf-8")
+    (tmp_path / ".venv").symlink_to(BIN.parent)
+    # the session's synced copy (its index is relocatable) and cache: the demo's sync has
+    # nothing to do, which keeps this test about what the demo prints
+    shutil.copytree(example_kb_copy, tmp_path / "examples" / "retrieval-kb")
+    cache = os.environ["PINAKES_TEST_SESSION_CACHE"]
+    done = subprocess.run(["bash", str(tmp_path / "scripts" / "demo.sh")], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONUNBUFFERED": "1", "PINAKES_CACHE_DIR": cache})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    query = re.search(r'^query="(.*)"$', (ROOT / "scripts" / "demo.sh").read_text("utf-8"), re.M).group(1)
+    said = out.index(f'for: "{query}"')
+    first_hit = re.search(r"^ 1\. ", out, re.M)
+    assert first_hit and said < first_hit.start()  # what was searched for comes before the results
+    assert "Each hit is a document" in out[said:first_hit.start()]
+    assert re.search(r"^confidence: ", out, re.M)

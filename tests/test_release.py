@@ -22,6 +22,8 @@ import pytest
 from pinakes import __version__, extras
 from pinakes.plugins import registrations
 
+from .repo_script import load
+
 ROOT = Path(__file__).resolve().parents[1]
 PNK = Path(sys.executable).with_name("pnk")
 
@@ -49,13 +51,7 @@ def _extra_closure(extra: str, table: dict[str, list[str]]) -> set[str]:
 
 
 def _versions_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("versions", ROOT / "scripts" / "versions.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load("scripts/versions.py")
 
 
 def test_versions_are_in_step() -> None:
@@ -167,6 +163,7 @@ def _tiny_kb(root: Path, config: str = "") -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_missing_plugins_name_their_extra(tmp_path: Path) -> None:
     """With the plugins hidden, each request for one says which extra installs it."""
     kb = _tiny_kb(tmp_path / "kb", config="[graph]\nner = true\n")
@@ -240,6 +237,12 @@ def test_built_wheels_install_graph_extra_in_a_fresh_venv(tmp_path: Path) -> Non
     assert result["channel"] == "ppr"
     assert {h["path"] for h in result["hits"]} == {"bees.md", "orchards.md"}
     assert any(h["ranks"].get("graph") for h in result["hits"]), result["hits"]
+
+    # The reference pages came with the wheel: `pnk help config` (what pnk init points at).
+    shown = _pnk("help", "config", cwd=tmp_path, exe=pnk)
+    assert shown.returncode == 0 and shown.stdout == (ROOT / "docs" / "configuration.md").read_text("utf-8")
+    assert _pnk("help", "writing-plugins", cwd=tmp_path, exe=pnk).returncode == 1  # it is plugins/...
+    assert _pnk("help", "plugins/writing-plugins", cwd=tmp_path, exe=pnk).returncode == 0
 
     # What [graph] does not bring says which extra does.
     (kb / "pinakes.toml").write_text('[kb]\nname = "tiny"\n[graph]\nner = true\n', "utf-8")

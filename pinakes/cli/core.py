@@ -55,6 +55,9 @@ def init(directory: Path, name: str | None, template: str | None = None) -> None
     """
     kb = KB.init(directory, name=name, template=template)
     click.echo(f"Created {kb.root / 'pinakes.toml'} (kb name: {kb.name}).")
+    click.echo("Commit pinakes.toml, your documents and their .pnk.yaml sidecars; .pinakes/ (the index) "
+               "is derived and git-ignored. `pnk ask` records what it spends in .pinakes-ledger/: "
+               "commit that too.")
     click.echo("Next: `pnk sync` to index it, then `pnk search \"...\"`.")
 
 

@@ -201,6 +201,10 @@ class Budget:
     spent: Decimal = Decimal(0)
     held: Decimal = Decimal(0)
     calls: list[CallRecord] = field(default_factory=list)
+    #: Told ``("hold", record)`` before each call and ``("settle", record)`` once it is
+    #: settled, charged or released: the spend ledger writes both, so a process killed
+    #: mid-call leaves its reservation on record (the provider may have billed it).
+    journal: Callable[[str, CallRecord], None] | None = None
 
     def __post_init__(self) -> None:
         if self.cap_eur < 0:
@@ -226,10 +230,18 @@ class Budget:
                 f"the next call ({purpose}, up to {eur(worst)}) would take the operation past its "
                 f"cap of {eur(self.cap_eur)} (spent {eur(self.spent)}): not made"
             )
-        self.held += worst
         r = Reservation(len(self.calls), purpose, input_tokens, max_tokens, worst)
-        self.calls.append(CallRecord(r.index, purpose, worst, input_tokens, max_tokens))
+        rec = CallRecord(r.index, purpose, worst, input_tokens, max_tokens)
+        if self.journal is not None:  # on record before the call; a failure here makes no call
+            self.journal("hold", rec)
+        self.held += worst
+        self.calls.append(rec)
         return r
+
+    def _journal(self, rec: CallRecord) -> CallRecord:
+        if self.journal is not None:
+            self.journal("settle", rec)
+        return rec
 
     def _close(self, r: Reservation) -> CallRecord:
         if r.settled:
@@ -251,7 +263,7 @@ class Budget:
             # charged (money is money) and flagged, and the receipt shows it.
             rec.overrun = rec.eur > r.eur
         self.spent += rec.eur
-        return rec
+        return self._journal(rec)
 
     def charge_reserved(self, r: Reservation) -> CallRecord:
         """A call whose outcome is unknown (timed out mid-request): charge its worst case."""
@@ -259,13 +271,13 @@ class Budget:
         rec.input_tokens, rec.output_tokens = r.input_tokens, r.max_tokens
         rec.eur, rec.status = r.eur, "unknown-outcome"
         self.spent += rec.eur
-        return rec
+        return self._journal(rec)
 
     def release(self, r: Reservation) -> CallRecord:
         """A call the provider rejected (429, 5xx) or that never left: nothing spent."""
         rec = self._close(r)
         rec.status = "released"
-        return rec
+        return self._journal(rec)
 
     def receipt(self) -> dict[str, Any]:
         """Calls, tokens in/out, euros, estimate vs actual: printed at the end of every paid run."""

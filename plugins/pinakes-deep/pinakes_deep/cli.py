@@ -27,26 +27,50 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--base-url", help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8080/v1).")
     @click.option("--write-suggestions", is_flag=True,
                   help="Stage the proposed links (origin: deep) into the sidecars, for you to review and commit.")
-    @click.option("--show-transcript", "show_id", metavar="ID", help="Print a past run's transcript.")
+    @click.option("--show-transcript", "show_id", metavar="ID",
+                  help="Print a past run's transcript (an id prefix is enough; `last`: the newest run).")
+    @click.option("--spent", is_flag=True,
+                  help="Print what this KB's paid runs spent this month (UTC), by model, from its "
+                       "ledger (.pinakes-ledger/spend.jsonl). Spends nothing.")
+    @click.option("--month", metavar="YYYY-MM", help="With --spent: that month instead of this one.")
+    @click.option("--all", "all_time", is_flag=True, help="With --spent: everything on the ledger, by month too.")
     @json_option
     def ask(question: str | None, kb_path: str | None, deep: bool, dry_run: bool, yes: bool,
             max_eur: float | None, backend: str | None, model: str | None, base_url: str | None,
-            write_suggestions: bool, show_id: str | None, json_: bool) -> None:
+            write_suggestions: bool, show_id: str | None, spent: bool, month: str | None,
+            all_time: bool, json_: bool) -> None:
         """Answer QUESTION from the knowledge base, with citations.
 
         \b
         Retrieval is free. With an LLM backend ([llm] in pinakes.toml or the user
         config), one synthesis call answers with citations; --deep may spend more
         (a bounded loop), never past [budget] max_eur_per_operation. Every paid run
-        prints an estimate first, asks above confirm_above_eur, ends with a receipt
-        and leaves a transcript in .pinakes/transcripts/. See docs/deep.md.
+        prints an estimate first, asks above confirm_above_eur and ends with a
+        receipt. Each paid call is appended to the KB's spend ledger and each run
+        leaves a transcript, both in .pinakes-ledger/ (commit it; deleting .pinakes/
+        does not touch it). `pnk ask --spent` sums the ledger. See docs/deep.md.
         """
         from pinakes.cli.core import open_kb
 
         from . import transcript as tr
         from .settings import no_backend_hint, resolve
 
+        if (month or all_time) and not spent:
+            raise click.UsageError("--month and --all go with --spent")
+        if month and all_time:
+            raise click.UsageError("give --month or --all, not both")
+        if spent and (question or show_id):
+            raise click.UsageError("--spent takes no QUESTION (and no --show-transcript)")
         kb = open_kb(kb_path)
+        if spent:
+            from .ledger import spent as sums
+
+            report = sums(kb, month=month, all_time=all_time)
+            if json_:
+                echo_json(report)
+            else:
+                _print_spent(report)
+            return
         if show_id:
             data = tr.load(kb, show_id)
             if json_:
@@ -60,15 +84,22 @@ def add_commands(cli: click.Group) -> None:
                            require_backend=False)
         if settings is None:
             res = kb.search(question, k=5)
+            # No backend means no model and so no price: there is nothing to estimate.
+            no_estimate = "no estimate: no LLM backend is configured, so there is no model to price"
             if json_:
-                echo_json({"question": question, "answer": None, "backend": None,
-                           "hint": no_backend_hint(), "search": res.to_dict()})
+                out = {"question": question, "answer": None, "backend": None,
+                       "hint": no_backend_hint(), "search": res.to_dict()}
+                if dry_run:
+                    out.update(dry_run=True, estimate_eur=None, estimate_note=no_estimate)
+                echo_json(out)
                 return
             if res.abstained:
                 click.echo(f"The notes do not contain this: {res.reason}.")
             for i, h in enumerate(res.hits, 1):
                 click.echo(f"[{i}] {h.title}  {h.path}:{h.start_line}")
                 click.echo(f"    {h.snippet}")
+            if dry_run:
+                click.echo(f"{no_estimate}; dry run: nothing was spent")
             click.echo(click.style("No LLM backend, so no answer: ", fg="yellow") + no_backend_hint())
             return
         from .budget import confirm, eur
@@ -126,6 +157,36 @@ def _dry_run(run: Any, json_: bool, echo_json: Any) -> None:
     click.echo(f"plan: {shape}")
     click.echo(f"estimate: up to {eur(min(run.estimate, run.budget.cap_eur))} for up to "
                f"{len(run.planned)} calls (cap {eur(run.budget.cap_eur)}); dry run: nothing was spent")
+
+
+def _print_spent(report: dict[str, Any]) -> None:
+    from .budget import eur
+
+    period = "in all" if report["period"] == "all" else f"in {report['period']} (UTC)"
+    if not report["calls"]:
+        click.echo(f"{report['kb']}: nothing spent {period}")
+    else:
+        runs, calls = report["runs"], report["calls"]
+        click.echo(f"{report['kb']}: {eur(Decimal(report['eur_exact']))} spent {period}, "
+                   f"{runs} run{'s' if runs != 1 else ''}, {calls} call{'s' if calls != 1 else ''}, "
+                   f"{report['input_tokens']:,} tokens in, {report['output_tokens']:,} out")
+        rows = [(f"{r['backend']} {r['model']}", str(r["runs"]), str(r["calls"]), f"{r['input_tokens']:,}",
+                 f"{r['output_tokens']:,}", eur(Decimal(r["eur_exact"]))) for r in report["by_model"]]
+        head = ("model", "runs", "calls", "tokens in", "out", "EUR")
+        widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
+        for line in [head, *rows]:
+            click.echo("  " + "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
+                                         for i, c in enumerate(line)))
+        if report["period"] == "all":
+            click.echo("  by month: " + ", ".join(f"{m} {eur(Decimal(v))}" for m, v in report["by_month"].items()))
+    if report["unsettled_calls"]:
+        n = report["unsettled_calls"]
+        click.echo(f"  {n} call{'s' if n != 1 else ''} never settled (the process stopped mid-call): "
+                   "counted at the reservation, as the provider may have billed it")
+    if report["unreadable_lines"]:
+        click.echo(f"warning: {report['unreadable_lines']} unreadable line(s) in the ledger were skipped",
+                   err=True)
+    click.echo(f"ledger: {report['ledger']}", err=True)
 
 
 def _print_answer(data: dict[str, Any], staged: dict[str, Any] | None) -> None:

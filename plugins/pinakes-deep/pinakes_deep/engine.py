@@ -37,9 +37,18 @@ from typing import Any
 
 from pinakes.sidecar import new_ulid
 
-from . import prompts
+from . import ledger, prompts
 from .backends import LLMError, paid_call
-from .budget import Budget, BudgetError, BudgetExceeded, PlannedCall, count_tokens, estimate, eur
+from .budget import (
+    Budget,
+    BudgetError,
+    BudgetExceeded,
+    CallRecord,
+    PlannedCall,
+    count_tokens,
+    estimate,
+    eur,
+)
 from .dag import Plan, SubQuestion, parse_plan
 from .prompts import Caps, Passage, Summary
 from .settings import Settings
@@ -180,7 +189,7 @@ class Run:
         self.backend = backend
         self.planned = plan_calls(settings, deep)
         self.estimate = estimate(settings.price, self.planned)
-        self.budget = Budget(settings.price, settings.cap_eur, self.estimate)
+        self.budget = Budget(settings.price, settings.cap_eur, self.estimate, journal=self._journal)
         self.transcript = Transcript(new_ulid(), kb, question, "deep" if deep else "ask", settings.public())
         self._plan(self.planned)
         self.worst = {c.purpose: settings.price.cost(c.input_tokens, c.max_tokens) for c in self.planned}
@@ -254,7 +263,16 @@ class Run:
         entry["cost_eur"] = sum(c["eur"] for c in entry["calls"])
         entry["reply"] = comp.text
         self.transcript.add_round(entry)
+        self.transcript.write(finished=False)  # a checkpoint: a killed run keeps its record
         return comp.text
+
+    def _journal(self, event: str, c: CallRecord) -> None:
+        """The budget's journal: each call's hold, then its settlement, on the KB's spend ledger."""
+        ledger.append(self.kb, [ledger.record(
+            self.kb.name, self.transcript.id, self.transcript.data["mode"], self.question,
+            self.settings.backend_id, self.settings.model, c.purpose, c.input_tokens if event == "settle" else
+            c.reserved_input, c.output_tokens if event == "settle" else c.reserved_output,
+            c.eur if event == "settle" else c.reserved_eur, c.status, call=c.index, event=event)])
 
     def synthesize(self, passages: list[Passage], summary: str) -> tuple[str, list[Passage]]:
         shown = passages[: self.caps.final_passages]
