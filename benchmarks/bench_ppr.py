@@ -39,6 +39,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,7 @@ def build_graph(n_docs: int, mentions: bool, seed: int = 0) -> tuple[GraphIndex,
             chunk_id += 1
             doc.chunks.append(ChunkView(chunk_id, k, path, ""))
         docs.append(doc)
+    _bridge_schema(conn, docs)  # the structural deriver reads documents (dotted hierarchies)
     for doc in docs:
         writer.add(deriver.derive(doc, conn), "structural", doc.key)
         other = rng.randrange(n_docs) + 1
@@ -132,10 +134,69 @@ def build_graph(n_docs: int, mentions: bool, seed: int = 0) -> tuple[GraphIndex,
                                       "mentions", w))
             writer.add(edges, "mentions", doc.key)
     writer.finish()
+    _bridge_tables(conn, docs, rng, pool, titles if mentions else None)
     t1 = time.perf_counter()
     graph = GraphIndex.load(conn, 1)
     t2 = time.perf_counter()
     return graph, conn, {"derive_s": round(t1 - t0, 2), "load_index_s": round(t2 - t1, 2)}
+
+
+def _bridge_schema(conn: sqlite3.Connection, docs: list[DocView]) -> None:
+    """The store tables beside the graph that derivers and bridges read, with the documents."""
+    conn.executescript("""
+        CREATE TABLE documents (doc INTEGER PRIMARY KEY, ulid TEXT, title TEXT, path TEXT);
+        CREATE INDEX documents_ulid ON documents(ulid);
+        CREATE INDEX documents_path ON documents(path);
+        CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc INTEGER, ordinal INTEGER, heading_path TEXT);
+        CREATE INDEX chunks_doc ON chunks(doc, ordinal);
+        CREATE TABLE links (id INTEGER PRIMARY KEY, src_doc INTEGER, origin TEXT, raw TEXT, rel TEXT,
+            form TEXT, label TEXT, context TEXT, chunk INTEGER, dst_ulid TEXT, dst_kb TEXT DEFAULT '',
+            provenance TEXT DEFAULT '');
+        CREATE INDEX links_src ON links(src_doc);
+        CREATE INDEX links_dst ON links(dst_ulid);
+        CREATE TABLE entity_names (key TEXT, doc INTEGER, source TEXT, label TEXT);
+        CREATE INDEX entity_names_key ON entity_names(key);
+        CREATE INDEX entity_names_doc ON entity_names(doc);
+        CREATE TABLE entity_context (doc INTEGER, chunk INTEGER, key TEXT, words TEXT);
+        CREATE INDEX entity_context_doc ON entity_context(doc);
+    """)
+    conn.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)",
+                     [(d.key, d.ulid, d.title, d.path) for d in docs])
+    conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", [
+        (c.id, d.key, c.ordinal, json.dumps(list(c.heading_path))) for d in docs for c in d.chunks])
+
+
+def _bridge_tables(conn: sqlite3.Connection, docs: list[DocView], rng: random.Random, pool: Any,
+                   titles: list[str] | None) -> None:
+    """The rows bridges read (documents, chunks, links with their context, title owners).
+
+    Shaped like a synced KB's: every authored edge of the graph is a body link in
+    its source's first section, with a label and up to 24 context words; each
+    entity's owner is its document; each mention of a title has context words.
+    """
+    ulid = {d.key: d.ulid for d in docs}
+    words = pool.words
+    rows = []
+    for src, dst in conn.execute(
+            "SELECT a.key, b.key FROM edges e JOIN nodes a ON a.id = e.src JOIN nodes b ON b.id = e.dst "
+            "WHERE e.kind = 'authored'").fetchall():
+        context = " ".join(rng.sample(words, min(len(words), 24)))
+        rows.append((int(src), "reverse-scan", "x.md", "links-to", "wikilink", "", context, 0,
+                     ulid[int(dst)]))
+    conn.executemany("INSERT INTO links (src_doc, origin, raw, rel, form, label, context, chunk, "
+                     "dst_ulid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    if titles is not None:
+        conn.executemany("INSERT INTO entity_names VALUES (?, ?, 'title', ?)",
+                         [(f"e{i}", i + 1, t) for i, t in enumerate(titles)])
+        ctx = []
+        for r in conn.execute(
+                "SELECT c.key, n.key FROM edges e JOIN nodes c ON c.id = e.src JOIN nodes n ON n.id = e.dst "
+                "WHERE e.kind = 'mentions'"):
+            chunk = int(r[0])
+            ctx.append((chunk, r[1], " ".join(rng.sample(words, 4))))
+        doc_of = {c.id: d.key for d in docs for c in d.chunks}
+        conn.executemany("INSERT INTO entity_context VALUES (?, ?, ?, ?)",
+                         [(doc_of[c], c, k, w) for c, k, w in ctx])
 
 
 def queries(graph: GraphIndex, conn: sqlite3.Connection, n: int, seed: int = 0) -> list[tuple[str, np.ndarray]]:
@@ -198,14 +259,32 @@ def measure(graph: GraphIndex, conn: sqlite3.Connection, backend: str, qs: list[
     for q, cos in qs[:3]:  # warm up (first gathers, the dense-row map, the baseline walk)
         P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn,
                   fused=fused_of(cos))
-    lat, cpu, iters, seeds = [], [], [], []
+    channel = P.PPRChannel()
+    t = time.perf_counter()
+    P.doc_graph(conn, graph)  # built once per generation, like the operator
+    bridges_build_ms = (time.perf_counter() - t) * 1000
+
+    def bridged(q: str, cos: np.ndarray, walked: list[tuple[int, float]],
+                fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        ctx = SimpleNamespace(query=q, cosines=cos, dense=SimpleNamespace(ids=dense_ids),
+                              store=SimpleNamespace(conn=conn),
+                              term_idf={w: 5.0 for w in q.split()[2:-3]})
+        return channel._bridged(op, graph, settings, ctx, walked, fused)
+
+    lat, cpu, iters, seeds, total, total_cpu, bridge_cpu, lifted = [], [], [], [], [], [], [], 0
     for q, cos in qs:
         trace = P.Trace()
         fused = fused_of(cos)
-        c0 = time.process_time()
-        P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos, conn=conn,
-                  limit=100, trace=trace, fused=fused)
+        w0, c0 = time.perf_counter(), time.process_time()
+        walked = P.run_ppr(op, graph, settings, query=q, dense_ids=dense_ids, cosines=cos,
+                           conn=conn, limit=100, trace=trace, fused=fused)
         cpu.append((time.process_time() - c0) * 1000)
+        c1 = time.process_time()
+        bridged(q, cos, walked, fused)
+        bridge_cpu.append((time.process_time() - c1) * 1000)
+        total.append((time.perf_counter() - w0) * 1000)
+        total_cpu.append((time.process_time() - c0) * 1000)
+        lifted += bool(channel.last.lifts)
         lat.append(trace.ms)
         iters.append(trace.iterations)
         seeds.append(len(trace.seeds))
@@ -224,6 +303,14 @@ def measure(graph: GraphIndex, conn: sqlite3.Connection, backend: str, qs: list[
         "matvec_add_at_ms": round(statistics.median(add_at_ms), 3),
         "channel_p50_ms": round(pct(lat, 50), 2), "channel_p95_ms": round(pct(lat, 95), 2),
         "channel_cpu_p50_ms": round(pct(cpu, 50), 2),
+        # The whole channel as a search runs it: the walk (when a name seeds it), then bridges
+        # (on every query: over the walk's ranking, or the hybrid's when nothing walked).
+        "with_bridges_p50_ms": round(pct(total, 50), 2),
+        "with_bridges_cpu_p50_ms": round(pct(total_cpu, 50), 2),
+        "with_bridges_walked_p50_ms": round(pct(
+            [t for t, i in zip(total, iters, strict=True) if i] or [0.0], 50), 2),
+        "bridges_cpu_p50_ms": round(pct(bridge_cpu, 50), 3),
+        "bridges_build_ms": round(bridges_build_ms, 1), "bridged_queries": lifted,
         # The queries that named a seed and walked (the others cost ~0: no seed, no walk).
         "queries": len(qs), "walked": sum(1 for i in iters if i),
         "walked_p50_ms": round(pct([t for t, i in zip(lat, iters, strict=True) if i] or [0.0], 50), 2),
@@ -258,7 +345,7 @@ def main() -> None:
             conn.close()
     header = ("chunks", "shape", "nodes", "edges", "backend", "dtype", "build ms", "MB",
               "matvec ms", "add.at ms", "p50 ms", "p95 ms", "CPU p50", "walked p50 / CPU",
-              "iters", "iters@1e-6", "load")
+              "+bridges p50 / CPU (walked)", "bridges CPU", "iters", "iters@1e-6", "load")
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for r in results:
@@ -267,6 +354,9 @@ def main() -> None:
             r["operator_build_ms"], r["operator_mb"], r["matvec_ms"], r["matvec_add_at_ms"],
             r["channel_p50_ms"], r["channel_p95_ms"], r["channel_cpu_p50_ms"],
             f"{r['walked_p50_ms']} / {r['walked_cpu_p50_ms']} ({r['walked']} of {r['queries']})",
+            f"{r['with_bridges_p50_ms']} / {r['with_bridges_cpu_p50_ms']} "
+            f"({r['with_bridges_walked_p50_ms']})",
+            f"{r['bridges_cpu_p50_ms']} ({r['bridged_queries']} lifted)",
             f"{r['iterations_median']} (max {r['iterations_max']})",
             r["iterations_at_1e-6_median"], r["loadavg_1m"])))
     big = [r for r in results if r["chunks"] == max(x["chunks"] for x in results)

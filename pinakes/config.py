@@ -116,6 +116,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # set: multi-hop R@2/R@5 2Wiki 77.8/94.8 -> 78.8/95.4, docs-dev 75.7/95.2 ->
         # 78.6/95.2, example KB unchanged; 0 lost docs-dev's R@5 (docs/benchmarks.md).
         "ppr_lowercase_seed_weight": 0.1,
+        # Bridges (plugins/pinakes-ppr/pinakes_ppr/bridges.py): the best `ppr_bridge_roots`
+        # documents lift the documents they link to or name, by how well the link's context
+        # fits the question, damped by both ends' degree, gated by the lifted document's own
+        # cosine; never above the document that lifted it. 0 switches bridges off.
+        "ppr_bridge_weight": 12.0,
+        "ppr_bridge_roots": 3,
+        "ppr_bridge_temperature": 0.12,
+        "ppr_bridge_degree_power": 0.5,
+        "ppr_bridge_context_floor": 0.0,
+        "ppr_bridge_cap": 0.9,
     },
     "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},
     "llm": {"backend": "", "model": ""},

@@ -6,7 +6,9 @@ two documents claim one id. Warnings (listed, exit 0): dangling links with
 (for a sidecar written by ``pnk adopt``: front matter that changed since),
 sidecar link entries without a target, problems of the last sync. Nudges:
 link coverage (the share of documents with at least one authored link, in or
-out) and the documents with no link at all.
+out), the documents with no link at all, and resolution per link form
+(``wikilink 412/430``, ``embed 20/20``...) with a hint for a form that mostly
+fails: the sign that a vault's note dialect is not understood.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .dialects import FORMS
 from .fsutil import WalkProblem, walk_kb
 from .graph import top_hubs
-from .links import DOC_SUFFIXES, SIDECAR, FleetLookup, fleet_refine
+from .links import DOC_SUFFIXES, SIDECAR, SOFT_REASONS, FleetLookup, fleet_refine
 from .sidecar import ADOPTED, SIDECAR_OWN_KEYS, SUFFIX
 from .store import SCHEMA_VERSION, NotSynced
 
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 MAX_LISTED = 200  # per finding list; the counts stay exact
 GLUE_SHARE = 0.5  # a tag on at least half the documents ...
 GLUE_MIN_DOCS = 5  # ... of at least this many is reported as meaningless glue
+HINT_MIN_LINKS = 5  # a link form this common ...
+HINT_BELOW = 0.5  # ... resolving less than this share gets a hint
 
 
 def diagnose(kb: KB) -> dict[str, Any]:
@@ -41,6 +46,7 @@ def diagnose(kb: KB) -> dict[str, Any]:
         "warnings": 0,
         "store": {},
         "coverage": {},
+        "link_forms": [],
         "zero_links": [],
         "dangling": [],
         "duplicate_ids": [],
@@ -126,10 +132,25 @@ def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, A
         linked |= ends
         if origin == SIDECAR:
             authored |= ends
+    forms: dict[str, dict[str, Any]] = {}
+    for form, total, resolved in conn.execute(
+        "SELECT form, count(*), count(dst_ulid) FROM links GROUP BY form"
+    ):
+        forms[form or "other"] = {"form": form or "other", "links": total, "resolved": resolved,
+                                  "reasons": {}, "examples": []}
     rows = [dict(r) for r in conn.execute(
-        "SELECT src_doc, raw, kind, key, rel, reason, origin, line FROM links"
+        "SELECT src_doc, raw, kind, key, rel, reason, origin, line, form FROM links"
         " WHERE dst_ulid IS NULL ORDER BY src_doc, origin, line, id")]
     for r in fleet_refine(kb, rows, FleetLookup(kb)):
+        tally = forms[r["form"] or "other"]
+        if r.get("reason"):
+            tally["reasons"][r["reason"]] = tally["reasons"].get(r["reason"], 0) + 1
+            if len(tally["examples"]) < 3:
+                tally["examples"].append(f"{path_of[r['src_doc']]}:{r['line']}: {r['raw']}")
+        else:
+            tally["resolved"] += 1
+        if r.get("reason") in SOFT_REASONS:
+            continue  # a plain tag, a link to what is likely not a note: counted, not dangling
         if r.get("reason"):
             report["dangling"].append({
                 "file": path_of[r["src_doc"]] if r["origin"] != SIDECAR else sidecar_of[r["src_doc"]],
@@ -141,6 +162,9 @@ def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, A
             if r["origin"] == SIDECAR:
                 authored.add(r["src_doc"])
     report["dangling"].sort(key=lambda x: (x["file"], x["line"], x["target"]))
+    order = {f: i for i, f in enumerate(FORMS)}
+    report["link_forms"] = [_with_hint(f) for f in
+                            sorted(forms.values(), key=lambda f: (order.get(f["form"], 99), f["form"]))]
     n = len(docs)
     report["coverage"] = {
         "documents": n,
@@ -149,6 +173,35 @@ def _coverage(kb: KB, conn: Any, docs: list[dict[str, Any]], report: dict[str, A
         "with_any_links": len(linked),
     }
     report["zero_links"] = [d["path"] for d in docs if d["doc"] not in linked]
+
+
+# Per reason: what the failing links do, and what to check.
+_HINTS = {
+    "missing-file": ("name no note", "names match a note's path, file name, title or alias, "
+                     "in any case; are those notes inside this KB? (docs/links.md, note dialects)"),
+    "ambiguous-title": ("name several notes", "write a longer path ([[folder/note]])"),
+    "outside-kb": ("point outside the KB", "run pnk on the vault's root folder"),
+    "no-document": ("without a suffix name no note", "they are likely folders, web routes or "
+                    "other files"),
+    "unknown-kb": ("name a KB not in the fleet", "pnk fleet add NAME PATH"),
+    "unknown-id": ("name an unknown id", "no document here or in the fleet has it"),
+}
+
+
+def _with_hint(tally: dict[str, Any]) -> dict[str, Any]:
+    """A form's tally with a one-line ``hint`` when it is common and mostly fails to resolve.
+
+    Tags are exempt: a ``#tag`` without a page of its name is a tag, not a failure.
+    """
+    total, resolved = tally["links"], tally["resolved"]
+    tally["reasons"] = dict(sorted(tally["reasons"].items(), key=lambda kv: (-kv[1], kv[0])))
+    if tally["form"] != "tag" and total >= HINT_MIN_LINKS and resolved < HINT_BELOW * total \
+            and tally["reasons"]:
+        reason, n = next(iter(tally["reasons"].items()))
+        what, advice = _HINTS.get(reason, (f"do not resolve ({reason})", "see docs/links.md"))
+        example = f" (e.g. {tally['examples'][0]})" if tally["examples"] else ""
+        tally["hint"] = f"{tally['form']}: {resolved}/{total} resolve; {n} {what}{example}: {advice}"
+    return tally
 
 
 def _duplicates(conn: Any, report: dict[str, Any]) -> None:

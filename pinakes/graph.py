@@ -118,6 +118,17 @@ class DocView:
     def node(self) -> Node:
         return doc_node(self.key, self.title)
 
+    def authored_links(self, conn: sqlite3.Connection) -> list[Any]:
+        """This document's resolved links with their label, context words and heading path.
+
+        What a deriver needs to weigh a link by the relation it states
+        (:func:`pinakes.links.authored_links`; imported here lazily, the graph
+        module sits below the links module).
+        """
+        from .links import authored_links
+
+        return authored_links(conn, self.key)
+
 
 @dataclass
 class Changes:

@@ -5,17 +5,21 @@ MCP tool ``pinakes_links``:
 
 1. *Extraction* (:func:`rows_for`): a changed document's sidecar ``links:``
    (origin ``sidecar``) and the links its body makes to other documents
-   (origin ``reverse-scan``: inline and reference links to ``.md`` files,
-   ``/root/absolute.md`` paths, ``pnk://ULID``, ``kb://name/path.md`` and
-   ``[[Title]]`` / ``[[path|label]]`` wikilinks). Web and mail links are not
-   document links and are ignored.
+   (origin ``reverse-scan``: inline and reference links to ``.md`` files or
+   written without a suffix, ``/root/absolute.md`` paths, ``pnk://ULID``,
+   ``kb://name/path.md``, and the note tools' forms: wikilinks, embeds,
+   ``#tags``, property links; :mod:`pinakes.dialects`). Web and mail links,
+   images and attachments are not document links and are ignored. Each link
+   keeps its form, label and context (the words around it) for the graph.
 2. *Resolution* (:func:`refresh_links`, inside sync's one transaction): each
    link gets the ULID of its target or stays unresolved with a reason
    (``missing-file``, ``unknown-id``, ``outside-kb``, ``unknown-kb``,
-   ``ambiguous-title``); nothing is dropped. Only what can have changed is
-   re-resolved, so a no-op sync costs nothing here. Targets in *other* KBs
-   of the fleet are looked up when links are read (:class:`FleetLookup`),
-   because those KBs change on their own schedule.
+   ``ambiguous-title``, and the soft ``tag-only`` and ``no-document``);
+   nothing is dropped. Names (file names, titles, aliases, ...) are looked up
+   in the ``link_names`` table. Only what can have changed is re-resolved, so
+   a no-op sync costs nothing here. Targets in *other* KBs of the fleet are
+   looked up when links are read (:class:`FleetLookup`), because those KBs
+   change on their own schedule.
 3. *Traversal* (:func:`walk`): the contract of ``pinakes_links`` (docs/links.md).
 
 A target outside the KB is found by path arithmetic (``os.path.normpath`` of
@@ -36,9 +40,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .dialects import (
+    DOC_SUFFIXES,
+    date_key,
+    dendron_name,
+    doc_names,
+    fold,
+    is_attachment,
+    link_form,
+    lookup_name,
+    split_vault,
+    strip_suffix,
+    zettel_id,
+)
 from .errors import DocumentNotFound, LinkError, QueryError
 from .fsutil import matches_any
 from .sidecar import is_ulid
+from .text import query_terms
 
 if TYPE_CHECKING:
     from .kb import KB
@@ -47,24 +65,22 @@ SIDECAR = "sidecar"
 SCAN = "reverse-scan"
 DEFAULT_REL = "links-to"
 WEIGHTS = {SIDECAR: 2.0, SCAN: 1.0}
-REASONS = ("missing-file", "unknown-id", "outside-kb", "unknown-kb", "ambiguous-title")
+REASONS = ("missing-file", "unknown-id", "outside-kb", "unknown-kb", "ambiguous-title", "tag-only",
+           "no-document")
+# Unresolved, but not broken: a ``#tag`` with no page of its name is a plain tag (Obsidian), and
+# an extensionless Markdown link that names no note is most likely a folder, a web route or a
+# non-Markdown file. Kept and counted per form by ``pnk doctor``, never listed as dangling.
+SOFT_REASONS = ("tag-only", "no-document")
 DIRECTIONS = ("in", "out", "both")
 MAX_DEPTH = 3
 MAX_ROWS = 50  # per list (neighbours, frontier, unresolved) in one response
 MAX_BYTES = 16_000  # the whole response, as JSON
-DOC_SUFFIXES = (".md", ".markdown")
 # The ``provenance`` of a body link written in a ``[kb] no_link_hub`` page (a change
 # log): stored, resolved and reported like any link, but never an edge or a prior.
 NO_HUB = "no-link-hub"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _BATCH = 500
-
-
-def nocase(text: str) -> str:
-    """SQLite's ``NOCASE`` folding (ASCII only), so Python and SQL agree on titles."""
-    return text.translate(_ASCII_LOWER)
 
 
 # -- 1. extraction ---------------------------------------------------------------
@@ -72,26 +88,46 @@ def nocase(text: str) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """How a written target resolves: ``kind`` is path, id, wiki or kb; ``key`` the normalised target."""
+    """How a written target resolves.
+
+    ``kind`` is ``path`` (a Markdown path), ``guess`` (a Markdown path written
+    without a suffix: ``note`` for ``note.md``), ``id``, ``wiki`` (a name:
+    wikilinks, embeds, property links), ``tag`` or ``kb``; ``key`` is the
+    normalised target. ``alt`` is a second reading tried when the first does
+    not resolve: for ``[[a|b]]`` the part after ``|`` (Dendron writes the alias
+    first), for a Markdown path written without ``./`` or ``../`` the path as
+    written (Obsidian writes paths from the vault root, or just a file name).
+    """
 
     kind: str
     key: str
+    alt: str = ""
 
 
 def classify(raw: str, source_rel: str, own_kb: str, *, wiki: bool = False,
-             sidecar: bool = False, bundle_root: str = "") -> Target | None:
+             sidecar: bool = False, bundle_root: str = "", tag: bool = False,
+             alt: str = "") -> Target | None:
     """Classify a link target as written in ``source_rel``; ``None`` when it is not a document link.
 
     Paths become KB-relative POSIX paths by pure arithmetic; one that climbs
     out of the KB keeps its leading ``../`` (resolved later as ``outside-kb``).
     Root-absolute paths (``/a.md``) and this KB's own ``kb://`` paths start at
-    ``bundle_root`` (``[kb] bundle_root``; "" is the KB folder).
+    ``bundle_root`` (``[kb] bundle_root``; "" is the KB folder). A wikilink
+    (``wiki``) or ``tag`` is a name, resolved against the notes' names; ``alt``
+    is a wikilink's other part (``[[a|b]]``). Attachments (``[[paper.pdf]]``)
+    are not documents.
     """
     text = raw.strip()
     if not text:
         return None
+    if tag:
+        return Target("tag", text)
     if wiki:
-        return Target("wiki", text)
+        if is_attachment(split_vault(text)[1]):
+            return None
+        second = alt.strip()
+        return Target("wiki", text, "" if is_attachment(split_vault(second)[1].partition("#")[0])
+                      else second)
     m = _SCHEME.match(text)
     if m:
         scheme = m.group(1).lower()
@@ -111,10 +147,20 @@ def classify(raw: str, source_rel: str, own_kb: str, *, wiki: bool = False,
         return None  # "#section": a link inside the same document
     if sidecar and "/" not in path and is_ulid(path.upper()):
         return Target("id", path.upper())
-    if not sidecar and not path.lower().endswith(DOC_SUFFIXES):
+    root_relative = path.startswith("/")
+    if sidecar:
+        return Target("path", kb_path(path, source_rel, root_relative=root_relative,
+                                      bundle_root=bundle_root))
+    # Written as a vault path or a bare file name (no ./, ../ or /): Obsidian's forms.
+    plain = not root_relative and not path.startswith(("./", "\\")) and ".." not in path.split("/")
+    if path.lower().endswith(DOC_SUFFIXES):
+        return Target("path", kb_path(path, source_rel, root_relative=root_relative,
+                                      bundle_root=bundle_root), path if plain else "")
+    if path.endswith(("/", "\\")) or "." in path.rsplit("/", 1)[-1]:
         return None  # images, PDFs, folders: not documents
-    return Target("path", kb_path(path, source_rel, root_relative=path.startswith("/"),
-                                  bundle_root=bundle_root))
+    guess = path + ".md"  # Foam, Obsidian and many site generators leave the suffix out
+    return Target("guess", kb_path(guess, source_rel, root_relative=root_relative,
+                                   bundle_root=bundle_root), guess if plain else "")
 
 
 def kb_path(path: str, source_rel: str, *, root_relative: bool = False, bundle_root: str = "") -> str:
@@ -150,6 +196,10 @@ class LinkRow:
     line: int
     note: str = ""
     provenance: str = ""
+    form: str = ""  # the syntax it was written in (dialects.link_form; "sidecar")
+    label: str = ""  # its text: a wikilink's alias, a Markdown link's text
+    context: str = ""  # content words around it (a sidecar link: its note's)
+    chunk: int | None = None  # ordinal of the chunk it sits in
 
 
 def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb: str, *,
@@ -174,20 +224,39 @@ def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb:
             rel = item.get("rel")
             note = item.get("note")
             prov = item.get("origin")
+            note_text = str(note) if note is not None else ""
             out.append(LinkRow(
                 origin=SIDECAR, raw=to.strip(), target=target,
                 rel=str(rel).strip() if isinstance(rel, str) and rel.strip() else DEFAULT_REL,
-                line=_item_line(seq, i), note=str(note) if note is not None else "",
-                provenance=str(prov) if prov is not None else "",
+                line=_item_line(seq, i), note=note_text,
+                provenance=str(prov) if prov is not None else "", form=SIDECAR,
+                context=" ".join(_content_words(note_text)),
             ))
     for link in parsed_links:
-        target = classify(link.target, source_rel, own_kb, wiki=link.kind == "wikilink",
-                          bundle_root=bundle_root)
+        wiki = link.kind in WIKI_KINDS
+        aliased = bool(getattr(link, "aliased", False))
+        target = classify(link.target, source_rel, own_kb, wiki=wiki, tag=link.kind == "tag",
+                          alt=link.label if wiki and aliased else "", bundle_root=bundle_root)
         if target is None:
             continue
-        out.append(LinkRow(origin=SCAN, raw=link.target + link.fragment, target=target,
-                           rel=DEFAULT_REL, line=link.line, provenance=NO_HUB if no_hub else ""))
+        chunk = getattr(link, "chunk", -1)
+        out.append(LinkRow(
+            origin=SCAN, raw=link.target + link.fragment, target=target, rel=DEFAULT_REL,
+            line=link.line, provenance=NO_HUB if no_hub else "",
+            form=link_form(link.kind, link.target, link.fragment, aliased, link.label),
+            label=link.label, context=getattr(link, "context", ""),
+            chunk=chunk if chunk >= 0 else None,
+        ))
     return out
+
+
+#: Parser kinds whose target is a note's name (markdown.Link.kind).
+WIKI_KINDS = ("wikilink", "embed", "property")
+
+
+def _content_words(text: str) -> list[str]:
+    """Content words of a label or note, as the parser keeps them for link context."""
+    return [w for w in query_terms(text) if len(w) > 1 and not w.isdigit()]
 
 
 def _item_line(seq: Any, i: int) -> int:
@@ -239,55 +308,91 @@ def escapes_via_symlink(root: Path, rel: str) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a target resolved to: a ULID, or the reason it did not.
+
+    ``flipped`` says the second part of ``[[a|b]]`` was taken as the target
+    (Dendron's alias-first order), so ``a`` is the link's label.
+    """
+
+    ulid: str | None
+    reason: str | None
+    flipped: bool = False
+
+
+# Tiers where a name is a file's own (its path, file name, a namespace spelled in the file
+# name, a note id). Only these can make the second part of [[a|b]] the target: Dendron's
+# targets are note (file) names, never titles.
+_FILE_TIERS = frozenset({"path", "name", "suffix", "namespace", "id"})
+_WIKI_TIERS = ("name", "suffix", "title", "alias", "namespace")
+
+
 class Resolver:
-    """Resolves targets against the ``documents`` table (batched lookups)."""
+    """Resolves targets against the ``documents`` and ``link_names`` tables (batched lookups).
+
+    A wiki-style name goes through the tiers of :data:`pinakes.dialects.NAME_TIERS`:
+    the first tier with a match decides; several matches there resolve to the one
+    in the linking note's folder (or the ``dendron://`` vault), else the link is
+    ``ambiguous-title``.
+    """
 
     def __init__(self, conn: Any, root: Path) -> None:
         self.conn = conn
         self.root = root
+        self._dendron: bool | None = None
 
-    def resolve(self, items: Sequence[tuple[str, str, str]]) -> list[tuple[str | None, str | None]]:
-        """``items`` are (kind, key, source path); returns (ULID, None) or (None, reason) each."""
+    @property
+    def dendron(self) -> bool:
+        """Whether the KB is a Dendron workspace: ``[[a|b]]`` then means alias ``a``, note ``b``."""
+        if self._dendron is None:
+            self._dendron = (self.root / "dendron.yml").is_file()
+        return self._dendron
+
+    def resolve(self, items: Sequence[tuple[str, ...]]) -> list[tuple[str | None, str | None]]:
+        """``items`` are (kind, key, source path[, alt]); returns (ULID, None) or (None, reason) each."""
+        return [(a.ulid, a.reason) for a in self.answers(items)]
+
+    def answers(self, items: Sequence[tuple[str, ...]]) -> list[Answer]:
+        """Like :meth:`resolve`, saying also which part of an aliased wikilink was the target."""
+        norm = [(str(it[0]), str(it[1]), str(it[2]), str(it[3]) if len(it) > 3 else "")
+                for it in items]
         paths: set[str] = set()
         ids: set[str] = set()
-        titles: set[str] = set()
-        for kind, key, src in items:
-            if kind == "path" and not is_outside(key):
-                paths.add(key)
+        names: set[str] = set()
+        for kind, key, src, alt in norm:
+            if kind in ("path", "guess"):
+                if not is_outside(key):
+                    paths.add(key)
+                names.update(n for _, n in _path_lookups(key, alt))
             elif kind == "id" and is_ulid(key):
                 ids.add(key)
-            elif kind == "wiki":
-                titles.add(key)
-                paths.update(_wiki_paths(key, src))
+            elif kind in ("wiki", "tag"):
+                for part in (key, alt.partition("#")[0]) if alt else (key,):
+                    names.update(n for _, n in _wiki_lookups(part, src)[0])
         by_path = self._lookup("SELECT path, ulid FROM documents WHERE path IN ({})", sorted(paths))
-        known_ids = {u for u, _ in self._lookup(
-            "SELECT ulid, ulid FROM documents WHERE ulid IN ({})", sorted(ids)).items()}
-        by_title: dict[str, list[str]] = {}
-        for chunk in _chunks(sorted(titles)):
+        known_ids = set(self._lookup(
+            "SELECT ulid, ulid FROM documents WHERE ulid IN ({})", sorted(ids)))
+        by_name: dict[str, list[tuple[str, str, str]]] = {}
+        for chunk in _chunks(sorted(n for n in names if n)):
             marks = ",".join("?" * len(chunk))
-            for title, ulid in self.conn.execute(
-                f"SELECT title, ulid FROM documents WHERE title COLLATE NOCASE IN ({marks})", chunk
+            for name, tier, ulid, path in self.conn.execute(
+                "SELECT n.name, n.tier, d.ulid, d.path FROM link_names n JOIN documents d"
+                f" ON d.doc = n.doc WHERE n.name IN ({marks})", chunk,
             ):
-                by_title.setdefault(nocase(title), []).append(ulid)
-        out: list[tuple[str | None, str | None]] = []
-        for kind, key, src in items:
-            if kind == "path":
-                if is_outside(key):
-                    out.append((None, "outside-kb"))
-                elif key in by_path:
-                    out.append((by_path[key], None))
-                elif escapes_via_symlink(self.root, key):
-                    out.append((None, "outside-kb"))
-                else:
-                    out.append((None, "missing-file"))
+                by_name.setdefault(name, []).append((tier, ulid, path))
+        out: list[Answer] = []
+        for kind, key, src, alt in norm:
+            if kind in ("path", "guess"):
+                out.append(self._path(kind, key, src, alt, by_path, by_name))
             elif kind == "id":
-                out.append((key, None) if key in known_ids else (None, "unknown-id"))
+                out.append(Answer(key, None) if key in known_ids else Answer(None, "unknown-id"))
             elif kind == "kb":
-                out.append((None, "unknown-kb"))  # another KB: looked up in the fleet when read
-            elif kind == "wiki":
-                out.append(self._wiki(key, src, by_title, by_path))
+                out.append(Answer(None, "unknown-kb"))  # another KB: looked up in the fleet when read
+            elif kind in ("wiki", "tag"):
+                out.append(self._wiki(kind, key, src, alt, by_name))
             else:
-                out.append((None, "missing-file"))
+                out.append(Answer(None, "missing-file"))
         return out
 
     def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
@@ -297,40 +402,112 @@ class Resolver:
                 found[a] = b
         return found
 
-    def _wiki(self, key: str, src: str, by_title: dict[str, list[str]],
-              by_path: dict[str, str]) -> tuple[str | None, str | None]:
-        """``[[X]]``: a unique title, else a path (root- then source-relative), else a file name."""
-        matches = sorted(set(by_title.get(nocase(key), [])))
-        if len(matches) == 1:
-            return matches[0], None
-        if len(matches) > 1:
-            return None, "ambiguous-title"
-        candidates = _wiki_paths(key, src)
-        for path in candidates:
-            if path in by_path:
-                return by_path[path], None
-        if all(is_outside(p) or escapes_via_symlink(self.root, p) for p in candidates):
-            return None, "outside-kb"
-        stem = key.rsplit("/", 1)[-1]
-        if not stem.lower().endswith(DOC_SUFFIXES):
-            stem += ".md"
-        pattern = "%/" + stem.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self.conn.execute(
-            "SELECT DISTINCT ulid FROM documents WHERE path LIKE ? ESCAPE '\\' OR path LIKE ? ESCAPE '\\'",
-            (pattern, pattern[2:]),
-        ).fetchall()
-        if len(rows) == 1:
-            return rows[0][0], None
-        if len(rows) > 1:
-            return None, "ambiguous-title"
-        return None, "missing-file"
+    def _path(self, kind: str, key: str, src: str, alt: str, by_path: dict[str, str],
+              by_name: dict[str, list[tuple[str, str, str]]]) -> Answer:
+        """A Markdown path: exactly, then in another case, then (written plainly) from the
+        KB root or by file name, as Obsidian writes them; a guessed ``.md`` that finds
+        nothing is ``no-document``, not a broken link."""
+        if is_outside(key):
+            return Answer(None, "outside-kb")
+        if key in by_path:
+            return Answer(by_path[key], None)
+        if escapes_via_symlink(self.root, key):
+            return Answer(None, "outside-kb")
+        ulid, _tier, _ambiguous = _pick(_path_lookups(key, alt), by_name, src, "", key)
+        if ulid is not None:
+            return Answer(ulid, None)
+        return Answer(None, "no-document" if kind == "guess" else "missing-file")
+
+    def _wiki(self, kind: str, key: str, src: str, alt: str,
+              by_name: dict[str, list[tuple[str, str, str]]]) -> Answer:
+        """A name: ``[[X]]``, ``![[X]]``, ``#X``, a property; ``[[a|b]]`` tries both orders."""
+        lookups, paths = _wiki_lookups(key, src)
+        first = _pick(lookups, by_name, src, split_vault(key)[0], "")
+        if alt:
+            second_key = alt.partition("#")[0].strip()
+            second = _pick(_wiki_lookups(second_key, src)[0], by_name, src,
+                           split_vault(second_key)[0], "")
+            if second[0] is not None and second[1] in _FILE_TIERS:
+                dendronish = self.dendron or second_key.lower().startswith("dendron://") or \
+                    dendron_name(second_key)
+                # Same note either way: the dialect decides only which part is the label.
+                if (first[0] is None and dendronish) or (first[0] is not None and self.dendron):
+                    return Answer(second[0], None, flipped=True)
+        if first[0] is not None:
+            return Answer(first[0], None)
+        if first[2]:
+            return Answer(None, "ambiguous-title")
+        if kind == "tag":
+            return Answer(None, "tag-only")
+        if paths and all(is_outside(p) or escapes_via_symlink(self.root, p) for p in paths):
+            return Answer(None, "outside-kb")
+        return Answer(None, "missing-file")
 
 
-def _wiki_paths(key: str, src: str) -> list[str]:
-    path = key if key.lower().endswith(DOC_SUFFIXES) else key + ".md"
-    root_rel = kb_path(path, src, root_relative=True)
-    src_rel = kb_path(path, src)
-    return [root_rel] if root_rel == src_rel else [root_rel, src_rel]
+def _wiki_lookups(key: str, src: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The ``(tier, folded name)`` lookups of a wiki-style name, in order, and its KB paths.
+
+    Paths first (from the ``dendron://`` vault, the KB root, then the linking
+    note's folder), then the name as a file name, path suffix, title, alias or
+    Logseq namespace, then as a journal date or a note id.
+    """
+    vault, note = split_vault(key)
+    note = note.replace("\\", "/").strip()
+    if not note:
+        return [], []
+    with_md = note if note.lower().endswith(DOC_SUFFIXES) else note + ".md"
+    candidates = [kb_path(f"{vault}/{with_md}", "", root_relative=True)] if vault else []
+    candidates += [kb_path(with_md, src, root_relative=True), kb_path(with_md, src)]
+    paths = list(dict.fromkeys(candidates))
+    lookups = [("path", fold(strip_suffix(p))) for p in paths if p and not is_outside(p)]
+    name = lookup_name(note)
+    if name:
+        lookups += [(tier, name) for tier in _WIKI_TIERS]
+    day = date_key(note)
+    if day:
+        lookups.append(("date", day))
+    if note.isdigit() and zettel_id(note):
+        lookups.append(("id", zettel_id(note)))
+    return lookups, paths
+
+
+def _path_lookups(key: str, alt: str) -> list[tuple[str, str]]:
+    """The name lookups of a Markdown path once the exact path failed (see ``Resolver._path``)."""
+    lookups = [("path", fold(strip_suffix(key)))] if key and not is_outside(key) else []
+    if alt:
+        from_root = kb_path(alt, "", root_relative=True)
+        if from_root and not is_outside(from_root):
+            lookups.append(("path", fold(strip_suffix(from_root))))
+        name = lookup_name(alt)
+        if name:
+            lookups += [("name", name), ("suffix", name)]
+    return lookups
+
+
+def _pick(lookups: Sequence[tuple[str, str]], by_name: dict[str, list[tuple[str, str, str]]],
+          src: str, vault: str, exact: str) -> tuple[str | None, str | None, bool]:
+    """``(ULID, tier, ambiguous)`` of the first lookup that matches.
+
+    Several documents in one tier: the one at the exact path ``exact``, else the
+    one in the linking note's folder, else the one inside the ``vault`` folder;
+    none of these makes it ambiguous (and the lookups stop there: a looser tier
+    must not pick one of several stronger matches).
+    """
+    folder = posixpath.dirname(src)
+    for tier, name in lookups:
+        found = {(ulid, path) for t, ulid, path in by_name.get(name, ()) if t == tier}
+        if not found:
+            continue
+        ulids = {u for u, _ in found}
+        if len(ulids) == 1:
+            return next(iter(ulids)), tier, False
+        for keep in (lambda p: p == exact, lambda p: posixpath.dirname(p) == folder,
+                     lambda p: bool(vault) and p.split("/", 1)[0] == vault):
+            chosen = {u for u, p in found if keep(p)}
+            if len(chosen) == 1:
+                return next(iter(chosen)), tier, False
+        return None, tier, True
+    return None, None, False
 
 
 def _chunks(items: list[Any], size: int = _BATCH) -> Iterable[list[Any]]:
@@ -355,33 +532,46 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
 
     Only what can have changed is resolved again: the inserted documents'
     links, links that pointed at a removed, renamed or re-identified document,
-    title links matching a new title, ambiguous ones, and, when documents
-    appeared, vanished or changed identity, the unresolved ones. A sync that
-    changed nothing calls this with nothing and it costs nothing.
+    and links asking for a name (a path, file name, title, alias, date, id or
+    ULID) that a document gained or lost. A sync that changed nothing calls this
+    with nothing and it costs nothing; a new note costs the links that name it,
+    not every unresolved link of the KB.
     """
     if not inserted and not removed:
         return set()
-    structural = bool(removed) or any(
-        key not in previous or previous[key] != (doc.ulid, doc.rel) for key, doc in inserted
-    )
     gone = {ulid for _, ulid in removed} | {ulid for ulid, _ in previous.values()}
-    stale = [key for key, _ in inserted] + [key for key, _ in removed]
-    for chunk in _chunks(sorted(set(stale))):
-        conn.execute(f"DELETE FROM links WHERE src_doc IN ({','.join('?' * len(chunk))})", chunk)
+    stale = sorted({key for key, _ in inserted} | {key for key, _ in removed})
+    old_names: dict[int, set[str]] = {}
+    for chunk in _chunks(stale):
+        marks = ",".join("?" * len(chunk))
+        for doc_key, name in conn.execute(
+                f"SELECT doc, name FROM link_names WHERE doc IN ({marks})", chunk):
+            old_names.setdefault(doc_key, set()).add(name)
+        conn.execute(f"DELETE FROM links WHERE src_doc IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM link_names WHERE doc IN ({marks})", chunk)
+    # The names each document answers to (dialects.doc_names); a name that appeared or
+    # vanished can change what other documents' links resolve to.
+    name_rows: list[tuple[int, str, str]] = []
+    touched: set[str] = set()
+    for doc_key, doc in inserted:
+        names = doc_names(doc.rel, doc.title, doc.parsed.front_matter)
+        name_rows += [(doc_key, name, tier) for name, tier in names]
+        touched |= {name for name, _ in names} ^ old_names.get(doc_key, set())
+        if previous.get(doc_key, ("",))[0] != doc.ulid:
+            touched.add(_ULID_KEY + doc.ulid)  # pnk:// links to a new identity
+    for doc_key, _ in removed:
+        touched |= old_names.get(doc_key, set())
+    conn.executemany("INSERT INTO link_names(doc, name, tier) VALUES (?,?,?)", name_rows)
     # Links of other documents whose answer may have changed (collected before the new rows exist).
     ids: set[int] = set()
     for chunk in _chunks(sorted(gone)):
         marks = ",".join("?" * len(chunk))
         ids.update(r[0] for r in conn.execute(f"SELECT id FROM links WHERE dst_ulid IN ({marks})", chunk))
-    for title in sorted({doc.title for _, doc in inserted}):
+    for chunk in _chunks(sorted(touched)):
+        marks = ",".join("?" * len(chunk))
         ids.update(r[0] for r in conn.execute(
-            "SELECT id FROM links WHERE key = ? COLLATE NOCASE AND kind = 'wiki'", (title,)))
-    if inserted:
-        ids.update(r[0] for r in conn.execute(
-            "SELECT id FROM links WHERE dst_ulid IS NULL AND reason = 'ambiguous-title'"))
-    if structural:
-        ids.update(r[0] for r in conn.execute(
-            "SELECT id FROM links WHERE dst_ulid IS NULL AND kind != 'kb'"))
+            f"SELECT id FROM links WHERE fkey IN ({marks}) OR falt IN ({marks}) OR fday IN ({marks})",
+            chunk * 3))
     resolver = Resolver(conn, root)
     # The new rows, resolved before they are written (one executemany).
     fresh: list[tuple[int, LinkRow]] = [
@@ -390,25 +580,126 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
                           no_hub=bool(no_link_hub) and matches_any(doc.rel, no_link_hub))
     ]
     paths = {doc_key: doc.rel for doc_key, doc in inserted}
-    answers = resolver.resolve([(r.target.kind, r.target.key, paths[k]) for k, r in fresh]) if fresh else []
+    answers = resolver.answers([(r.target.kind, r.target.key, paths[k], r.target.alt)
+                                for k, r in fresh]) if fresh else []
     conn.executemany(
-        "INSERT INTO links(src_doc, origin, raw, kind, key, rel, note, provenance, line, dst_ulid,"
-        " reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [(k, r.origin, r.raw, r.target.kind, r.target.key, r.rel, r.note, r.provenance, r.line, dst,
-          reason) for (k, r), (dst, reason) in zip(fresh, answers, strict=True)],
+        "INSERT INTO links(src_doc, origin, raw, kind, key, alt, fkey, falt, fday, rel, note,"
+        " provenance, line, form, label, context, chunk, dst_ulid, reason)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(k, r.origin, r.raw, r.target.kind, r.target.key, r.target.alt, *_folded_keys(r.target),
+          r.rel, r.note, r.provenance, r.line, r.form, r.raw if a.flipped else r.label, r.context,
+          r.chunk, a.ulid, a.reason) for (k, r), a in zip(fresh, answers, strict=True)],
     )
     if not ids:
         return set()
-    todo: list[tuple[int, str, str, str, int, str | None]] = []
+    todo: list[tuple[Any, ...]] = []
     for chunk in _chunks(sorted(ids)):
         marks = ",".join("?" * len(chunk))
         todo.extend(tuple(r) for r in conn.execute(
-            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid FROM links l"
-            f" JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
-    results = resolver.resolve([(t[1], t[2], t[3]) for t in todo])
-    changed = [(dst, reason, t[0]) for t, (dst, reason) in zip(todo, results, strict=True)]
-    conn.executemany("UPDATE links SET dst_ulid = ?, reason = ? WHERE id = ?", changed)
-    return {t[4] for t, (dst, _) in zip(todo, results, strict=True) if t[5] != dst}
+            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.alt, l.raw, l.label"
+            f" FROM links l JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
+    results = resolver.answers([(t[1], t[2], t[3], t[6]) for t in todo])
+    conn.executemany("UPDATE links SET dst_ulid = ?, reason = ?, label = ? WHERE id = ?", [
+        (a.ulid, a.reason, _label(t[1], t[6], t[7], t[8], a.flipped), t[0])
+        for t, a in zip(todo, results, strict=True)])
+    return {t[4] for t, a in zip(todo, results, strict=True) if t[5] != a.ulid}
+
+
+_ULID_KEY = "ulid:"
+
+
+def _folded_keys(target: Target) -> tuple[str, str, str]:
+    """The folded names a target looks up (``fkey``, ``falt``, ``fday``): when a document
+    gains or loses one of them, the link is resolved again.
+
+    ``fday`` is a journal date or note id the name also reads as (``date:2023-03-14``,
+    ``id:202301011200``); a ``pnk://`` link looks up ``ulid:<ULID>``.
+    """
+    if target.kind in ("wiki", "tag"):
+        alt = target.alt.partition("#")[0]
+        day = ""
+        for part in (target.key, alt):
+            note = split_vault(part)[1].strip()
+            day = day or date_key(note) or (zettel_id(note) if note.isdigit() else "")
+        return lookup_name(target.key), lookup_name(alt) if alt else "", day
+    if target.kind in ("path", "guess"):
+        return fold(strip_suffix(target.key)), lookup_name(target.alt) if target.alt else "", ""
+    if target.kind == "id":
+        return _ULID_KEY + target.key, "", ""
+    return "", "", ""
+
+
+def _label(kind: str, alt: str, raw: str, label: str, flipped: bool) -> str:
+    """An aliased wikilink's label after resolving: whichever part was not the target."""
+    if kind not in ("wiki", "tag") or not alt:
+        return label
+    return raw if flipped else alt
+
+
+# -- link context for the graph ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthoredLink:
+    """One resolved link of a document, with what was written around it.
+
+    What edge derivers and graph channels read to weigh a link by the relation
+    it states: its ``label`` (a wikilink's alias, a Markdown link's text), the
+    content words of the sentence around it (``context``; a sidecar link's
+    ``note``), and where it sits (chunk ``ordinal`` and ``heading_path``).
+    """
+
+    dst: int  # documents.doc of the target
+    title: str  # the target's title
+    origin: str  # sidecar | reverse-scan
+    rel: str
+    form: str
+    label: str
+    context: str
+    chunk: int | None  # ordinal in the source document (None: a sidecar link)
+    heading_path: tuple[str, ...]
+
+
+_AUTHORED_SQL = (
+    "SELECT l.src_doc, d.doc, d.title, l.origin, l.rel, l.form, l.label, l.context, l.chunk,"
+    " c.heading_path FROM links l JOIN documents d ON d.ulid = l.dst_ulid"
+    " LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk"
+    " WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND l.provenance != ? AND d.doc != l.src_doc"
+)
+
+
+def authored_links(conn: Any, doc_key: int) -> list[AuthoredLink]:
+    """The resolved in-KB links of document ``doc_key`` that make graph edges, in written order.
+
+    The same selection as the structural deriver's ``authored`` edges (links of
+    a ``[kb] no_link_hub`` page and links to itself excluded), one row per link.
+    """
+    rows = conn.execute(_AUTHORED_SQL + " AND l.src_doc = ? ORDER BY l.id", (NO_HUB, doc_key))
+    return [AuthoredLink(r[1], r[2], r[3], r[4], r[5] or "", r[6] or "", r[7] or "", r[8],
+                         tuple(json.loads(r[9])) if r[9] else ()) for r in rows]
+
+
+def link_contexts(conn: Any, src_docs: Sequence[int] | None = None) -> dict[tuple[int, int], str]:
+    """Per authored edge ``(source doc, target doc)``: the words its links carry.
+
+    The label words and context words of every link between the two (a source
+    linking twice says more), in written order, each word once. For the graph's
+    relation-aware weighting: which of a seed's links does a question follow?
+    ``src_docs`` limits it to those sources (None: every document).
+    """
+    words: dict[tuple[int, int], dict[str, None]] = {}
+    if src_docs is None:
+        batches: Iterable[Any] = [conn.execute(_AUTHORED_SQL + " ORDER BY l.id", (NO_HUB,))]
+    else:
+        batches = (conn.execute(_AUTHORED_SQL + f" AND l.src_doc IN ({','.join('?' * len(part))})"
+                                " ORDER BY l.id", (NO_HUB, *part))
+                   for part in _chunks(sorted(set(src_docs))))
+    for rows in batches:
+        for r in rows:
+            bag = words.setdefault((r[0], r[1]), {})
+            bag.update(dict.fromkeys(_content_words(r[6] or "")))
+            bag.update(dict.fromkeys((r[7] or "").split()))
+    return {edge: " ".join(ws) for edge, ws in words.items()}
 
 
 # -- the fleet -----------------------------------------------------------------------
@@ -797,7 +1088,7 @@ class _Walk:
                                 via=row["node"], kb=f["kb"])
                     elif row.get("local"):
                         continue
-                    elif distance == 1 and row["reason"]:
+                    elif distance == 1 and row["reason"] and row["reason"] not in SOFT_REASONS:
                         result.unresolved.append({"target": row["raw"], "reason": row["reason"],
                                                   "line": row["line"], "origin": row["origin"]})
             nxt: list[str] = []

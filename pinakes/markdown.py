@@ -36,6 +36,9 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
+from .dialects import is_attachment, page_ref
+from .text import query_terms
+
 __all__ = ["Chunk", "Heading", "Link", "ParsedDocument", "parse_markdown"]
 
 CountTokens = Callable[[list[str]], list[int]]
@@ -61,9 +64,12 @@ class Link:
 
     target: str  # percent-decoded target without the fragment
     label: str  # link text (wikilink: the part after ``|``, else the inner text)
-    kind: str  # "inline" | "reference" | "wikilink" | "autolink"
+    kind: str  # "inline" | "reference" | "wikilink" | "autolink" | "embed" | "tag" | "property"
     line: int  # 1-based line in the original file
     fragment: str  # "#section" split off the target, "" if none
+    aliased: bool = False  # a wikilink written with ``|`` (its label may be the target: Dendron)
+    context: str = ""  # content words of the sentence, list item or table cell around it
+    chunk: int = -1  # ordinal of the chunk it sits in (-1: none)
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,13 @@ def parse_markdown(
 
     front_matter: dict[str, Any] = {}
     fm_error: str | None = None
+    property_links: list[Link] = []
+    own_lines: set[int] = set()  # ``alias::`` lines: names of this page, not links from it
     if structure.front_matter is not None:
         front_matter, fm_error = _load_front_matter(structure.front_matter.content)
+        property_links = _front_matter_links(front_matter, structure.front_matter.content)
+    else:
+        front_matter, property_links, own_lines = _page_properties(lines, structure)
 
     title: str | None = None
     fm_title = front_matter.get("title")
@@ -137,9 +148,13 @@ def parse_markdown(
     chunks = chunker.chunk(structure.sections(len(lines)))
 
     try:
-        links = _collect_links(tokens)
+        links = property_links + [lk for lk in _collect_links(tokens) if lk.line not in own_lines]
     except Exception:  # pragma: no cover - defensive; links are best effort
-        links = []
+        links = property_links
+    if links and chunks:
+        ends = [c.end_line for c in chunks]
+        links = [replace(lk, chunk=chunks[min(bisect.bisect_left(ends, lk.line), len(chunks) - 1)]
+                         .ordinal) for lk in links]
 
     return ParsedDocument(
         front_matter=front_matter,
@@ -198,6 +213,7 @@ def _parser() -> MarkdownIt:
     md.inline.ruler.at("link", _tracked(_link_rule))
     md.inline.ruler.at("autolink", _tracked(_autolink_rule))
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    md.inline.ruler.after("wikilink", "hashtag", _hashtag_rule)
     return md
 
 
@@ -235,12 +251,21 @@ _WIKILINK_MAX = 1000  # longest inner text considered; bounds work on junk like 
 _WIKILINK_BAD = frozenset("[]\n`")
 
 
+def _wikilink_inner(src: str, start: int, pos_max: int) -> int:
+    """End of a ``[[...]]`` whose inner text starts at ``start`` (the ``]]``), or -1."""
+    close = src.find("]]", start, min(pos_max, start + _WIKILINK_MAX))
+    if close <= start or not _WIKILINK_BAD.isdisjoint(src[start:close]):
+        return -1
+    return close
+
+
 def _wikilink_rule(state: StateInline, silent: bool) -> bool:
-    """Inline rule for Obsidian ``[[target#frag|label]]``.
+    """Inline rule for ``[[target#frag|label]]`` and the embed ``![[target]]``.
 
     Being an inline rule (not a regex over the file) is what keeps wikilinks in
-    code spans and fences out of the link graph. ``![[embed]]`` is consumed as
-    plain text: like images, embeds are not links.
+    code spans and fences out of the link graph. An embed of a note counts as a
+    link to it (Obsidian and Dendron transclude notes that way); an embed of an
+    attachment (``![[diagram.png]]``) is an image, consumed as plain text.
     """
     src, pos = state.src, state.pos
     if src.startswith("[[", pos):
@@ -249,25 +274,60 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
         start, embed = pos + 3, True
     else:
         return False
-    close = src.find("]]", start, min(state.posMax, start + _WIKILINK_MAX))
-    if close <= start:
+    close = _wikilink_inner(src, start, state.posMax)
+    if close < 0:
         return False
     inner = src[start:close]
-    if not _WIKILINK_BAD.isdisjoint(inner):
-        return False
     dest, bar, label = inner.replace("\\|", "|").partition("|")
     dest = dest.strip()
     if not dest:
         return False
     if not silent:
-        if embed:
+        if embed and is_attachment(dest.partition("#")[0].strip()):
             tok = state.push("text", "", 0)
             tok.content = src[pos : close + 2]
         else:
             tok = state.push("wikilink", "", 0)
             tok.content = (label.strip() if bar else "") or dest
-            tok.meta = {"target": dest, "src_pos": pos}
+            tok.meta = {"target": dest, "src_pos": pos, "embed": embed,
+                        "aliased": bool(bar and label.strip())}
     state.pos = close + 2
+    return True
+
+
+_TAG = re.compile(r"[\w/-]{1,200}")
+_TAG_AFTER = frozenset(" \t\n(*_")
+
+
+def _hashtag_rule(state: StateInline, silent: bool) -> bool:
+    """Inline rule for ``#tag`` and ``#[[multi word]]``: Logseq page references, Obsidian tags.
+
+    A tag starts the text or follows a space (``C#``, ``&#35;`` and ``/#anchor``
+    are not tags), has a letter (``#123`` is an issue number, not a tag) and
+    drops trailing ``/`` and ``-``. It resolves to a page of that name where one
+    exists; elsewhere it is a plain tag, kept with the reason ``tag-only``.
+    """
+    src, pos = state.src, state.pos
+    if src[pos] != "#" or (pos > 0 and src[pos - 1] not in _TAG_AFTER):
+        return False
+    if src.startswith("#[[", pos):
+        close = _wikilink_inner(src, pos + 3, state.posMax)
+        if close < 0:
+            return False
+        name, end = src[pos + 3 : close].strip(), close + 2
+    else:
+        m = _TAG.match(src, pos + 1, state.posMax)
+        if m is None or _TAG.match(src, m.end(), state.posMax):
+            return False  # none, or longer than any tag: text
+        name = m.group(0).rstrip("/-")
+        end = pos + 1 + len(name)
+    if not name or not any(c.isalpha() for c in name):
+        return False
+    if not silent:
+        tok = state.push("tag", "", 0)
+        tok.content = src[pos:end]
+        tok.meta = {"target": name, "src_pos": pos}
+    state.pos = end
     return True
 
 
@@ -377,13 +437,92 @@ def _plain_text(children: Sequence[Token]) -> str:
     """Reader-visible text of inline tokens: no markup, links reduced to their text."""
     parts: list[str] = []
     for tok in children:
-        if tok.type in ("text", "text_special", "code_inline", "wikilink"):
+        if tok.type in ("text", "text_special", "code_inline", "wikilink", "tag"):
             parts.append(tok.content)
         elif tok.type in ("softbreak", "hardbreak"):
             parts.append(" ")
         elif tok.type == "image":
             parts.append(_plain_text(tok.children or []))
     return " ".join("".join(parts).split())
+
+
+# -- page properties and property links -----------------------------------------------
+
+_PROPERTY = re.compile(r"^\s*(?:[-*]\s+)?([A-Za-z][\w-]{0,63})::(?:\s+(.*?))?\s*$")
+_LIST_PROPERTIES = ("tags", "alias", "aliases")
+_MAX_PROPERTY_LINKS = 1000
+
+
+def _page_properties(lines: list[str], structure: _Structure
+                     ) -> tuple[dict[str, Any], list[Link], set[int]]:
+    """Logseq's page properties (``key:: value`` lines of the first block) as front matter.
+
+    Logseq keeps a page's metadata in its first block instead of YAML, so
+    ``title::`` names the page, ``alias::`` gives it other names and ``tags::``
+    tags it; read as front matter, they reach the title, the tags and the
+    link resolver like any other front matter. Each bare ``tags::`` value is a
+    page reference too (a ``property`` link); values written ``[[x]]`` or
+    ``#x`` are found by the inline parser already. The third value holds the
+    lines of ``alias::``: a ``[[name]]`` there names this page, it links nowhere.
+    """
+    first = next((b for b in structure.blocks if b.start >= structure.body_start), None)
+    heading = structure.heading_spans[0].start if structure.heading_spans else len(lines)
+    if first is None or first.kind not in ("text", "list") or first.start > heading:
+        return {}, [], set()  # page properties come first, before any heading
+    props: dict[str, Any] = {}
+    links: list[Link] = []
+    own: set[int] = set()
+    for n in range(first.start, first.end):
+        m = _PROPERTY.match(lines[n])
+        if m is None:
+            break
+        key, value = m.group(1).lower(), (m.group(2) or "").strip()
+        if key in ("alias", "aliases"):
+            own.add(n + 1)
+        if key in _LIST_PROPERTIES:
+            parts = [v.strip() for v in value.split(",") if v.strip()]
+            props[key] = [page_ref(v) for v in parts if page_ref(v)]
+            if key == "tags":
+                links += [Link(target=v, label=v, kind="property", line=n + 1, fragment="")
+                          for v in parts if not v.startswith(("[[", "#")) and page_ref(v)]
+        else:
+            props[key] = value
+    return props, links[:_MAX_PROPERTY_LINKS], own
+
+
+_FM_LINK = re.compile(r"^\s*\[\[([^\[\]\n`]{1,1000})\]\]\s*$")
+
+
+def _front_matter_links(front_matter: dict[str, Any], raw: str) -> list[Link]:
+    """Wikilinks written as front-matter values (``related: "[[Other note]]"``): Obsidian properties.
+
+    Only a value (or list item) that is exactly one wikilink counts; its line is
+    found in the raw front matter (1 for the opening ``---``).
+    """
+    links: list[Link] = []
+    values: list[str] = []
+    for key, value in front_matter.items():
+        if key in ("title", "alias", "aliases"):
+            continue  # names of this note, not links from it
+        if isinstance(value, str):
+            values.append(value)
+        elif isinstance(value, list):
+            values.extend(v for v in value if isinstance(v, str))
+    for value in values[:_MAX_PROPERTY_LINKS]:
+        m = _FM_LINK.match(value)
+        if m is None:
+            continue
+        inner = m.group(1).replace("\\|", "|")
+        dest, bar, label = inner.partition("|")
+        path, sharp, frag = dest.strip().partition("#")
+        if not path.strip() or is_attachment(path.strip()):
+            continue
+        at = raw.find(m.group(0).strip())
+        links.append(Link(target=path.strip(), label=label.strip() if bar else dest.strip(),
+                          kind="property", line=raw.count("\n", 0, max(at, 0)) + 2,
+                          fragment="#" + frag.strip() if sharp else "",
+                          aliased=bool(bar and label.strip())))
+    return links
 
 
 # -- front matter ----------------------------------------------------------------
@@ -882,6 +1021,74 @@ class _LineCounter:
         return self.first_line + self.newlines + 1
 
 
+_SENTENCE_GAP = re.compile(r"(?<=[.!?。！？])\s+")  # a semicolon joins clauses of one thought
+CONTEXT_WORDS = 12  # content words kept on each side of a link
+
+
+class _Contexts:
+    """The content words around each link of one inline block, within its sentence.
+
+    The block is a paragraph, a list item's paragraph, a table cell or a
+    heading, so a list item or a cell is its own context. Sentence gaps are
+    found once per block, so a paragraph with many links stays linear.
+    """
+
+    def __init__(self, children: Sequence[Token]) -> None:
+        self.text, self.spans = _plain_spans(children)
+        gaps = [(m.start(), m.end()) for m in _SENTENCE_GAP.finditer(self.text)]
+        self.gap_starts = [g[0] for g in gaps]
+        self.gap_ends = [g[1] for g in gaps]
+
+    def around(self, index: int) -> str:
+        """Words around the link token at ``index``: its own words are left out (they
+        are its label); stop words, bare numbers and single letters are dropped, at
+        most :data:`CONTEXT_WORDS` on each side, nearest first."""
+        start, end = self.spans.get(index, (0, 0))
+        k = bisect.bisect_right(self.gap_ends, start)
+        lo = self.gap_ends[k - 1] if k else 0
+        k = bisect.bisect_left(self.gap_starts, end)
+        hi = self.gap_starts[k] if k < len(self.gap_starts) else len(self.text)
+
+        def keep(words: list[str]) -> list[str]:
+            return [w for w in words if len(w) > 1 and not w.isdigit()]
+
+        left = keep(query_terms(self.text[max(lo, start - 600) : start]))[-CONTEXT_WORDS:]
+        right = keep(query_terms(self.text[end : max(end, min(hi, end + 600))]))[:CONTEXT_WORDS]
+        return " ".join(dict.fromkeys(left + right))
+
+
+def _plain_spans(children: Sequence[Token]) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Reader-visible text of inline tokens, and where each link in it starts and ends.
+
+    The spans are keyed by the index of the ``link_open``, ``wikilink`` or
+    ``tag`` token; a link's span covers its label.
+    """
+    parts: list[str] = []
+    size = 0
+    spans: dict[int, tuple[int, int]] = {}
+    open_at: list[tuple[int, int]] = []
+    for i, tok in enumerate(children):
+        piece = ""
+        if tok.type in ("text", "text_special", "code_inline"):
+            piece = tok.content
+        elif tok.type in ("wikilink", "tag"):
+            spans[i] = (size, size + len(tok.content))
+            piece = tok.content
+        elif tok.type in ("softbreak", "hardbreak"):
+            piece = " "
+        elif tok.type == "image":
+            piece = _plain_text(tok.children or [])
+        elif tok.type == "link_open":
+            open_at.append((i, size))
+        elif tok.type == "link_close" and open_at:
+            j, begin = open_at.pop()
+            spans[j] = (begin, size)
+        if piece:
+            parts.append(piece)
+            size += len(piece)
+    return "".join(parts), spans
+
+
 def _collect_links(tokens: Sequence[Token]) -> list[Link]:
     """Every link in document order, from inline tokens only.
 
@@ -897,7 +1104,14 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
             continue
         line_at = _LineCounter(tok.content, tok.map[0] if tok.map is not None else last_line)
         children = tok.children
+        contexts: _Contexts | None = None
         for i, child in enumerate(children):
+            if child.type not in ("link_open", "wikilink", "tag"):
+                continue
+            if contexts is None:
+                contexts = _Contexts(children)
+            context = contexts.around(i)
+            line = line_at(int(child.meta.get("src_pos", 0)))
             if child.type == "link_open":
                 depth, j = 1, i + 1
                 while j < len(children):
@@ -910,24 +1124,20 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
                     j += 1
                 href = str(child.attrs.get("href", ""))
                 path, sharp, frag = href.partition("#")
-                links.append(
-                    Link(
-                        target=unquote(path),
-                        label=_plain_text(children[i + 1 : j]),
-                        kind=str(child.meta.get("kind", "inline")),
-                        line=line_at(int(child.meta.get("src_pos", 0))),
-                        fragment="#" + unquote(frag) if sharp else "",
-                    )
-                )
+                links.append(Link(
+                    target=unquote(path), label=_plain_text(children[i + 1 : j]),
+                    kind=str(child.meta.get("kind", "inline")), line=line,
+                    fragment="#" + unquote(frag) if sharp else "", context=context,
+                ))
             elif child.type == "wikilink":
                 path, sharp, frag = str(child.meta.get("target", "")).partition("#")
-                links.append(
-                    Link(
-                        target=path.strip(),
-                        label=child.content,
-                        kind="wikilink",
-                        line=line_at(int(child.meta.get("src_pos", 0))),
-                        fragment="#" + frag.strip() if sharp else "",
-                    )
-                )
+                links.append(Link(
+                    target=path.strip(), label=child.content,
+                    kind="embed" if child.meta.get("embed") else "wikilink", line=line,
+                    fragment="#" + frag.strip() if sharp else "",
+                    aliased=bool(child.meta.get("aliased")), context=context,
+                ))
+            else:
+                links.append(Link(target=str(child.meta.get("target", "")), label=child.content,
+                                  kind="tag", line=line, fragment="", context=context))
     return links

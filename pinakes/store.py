@@ -28,7 +28,8 @@ from .errors import PinakesError, StoreBusy
 from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "5"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts
+SCHEMA_VERSION = "6"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
+# context and the link_names table (note dialects)
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -79,19 +80,36 @@ CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
     src_doc INTEGER NOT NULL,           -- documents.doc of the linking document
     origin TEXT NOT NULL,               -- 'sidecar' | 'reverse-scan'
     raw TEXT NOT NULL,                  -- the target as written
-    kind TEXT NOT NULL,                 -- 'path' | 'id' | 'wiki' | 'kb'
+    kind TEXT NOT NULL,                 -- 'path' | 'guess' | 'id' | 'wiki' | 'tag' | 'kb'
     key TEXT NOT NULL,                  -- normalised target (KB path, ULID, wiki text, name/path)
+    alt TEXT NOT NULL DEFAULT '',       -- a second reading: [[a|b]]'s b, a path as written
+    fkey TEXT NOT NULL DEFAULT '',      -- folded name `key` looks up (re-resolved when it changes)
+    falt TEXT NOT NULL DEFAULT '',      -- folded name `alt` looks up
+    fday TEXT NOT NULL DEFAULT '',      -- the journal date / note id it reads as (date:..., id:...)
     rel TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '',
     provenance TEXT NOT NULL DEFAULT '', -- a sidecar link's `origin:` (e.g. deep)
     line INTEGER NOT NULL,              -- in the document (reverse-scan) or its sidecar
+    form TEXT NOT NULL DEFAULT '',      -- syntax: markdown, wikilink-alias, embed, tag, sidecar, ...
+    label TEXT NOT NULL DEFAULT '',     -- the link's text or alias
+    context TEXT NOT NULL DEFAULT '',   -- content words of the sentence around it
+    chunk INTEGER,                      -- ordinal of the chunk it sits in (NULL: sidecar)
     dst_ulid TEXT,                      -- the resolved target; NULL while unresolved
     dst_kb TEXT NOT NULL DEFAULT '',    -- '' = this KB (other fleet KBs are looked up when read)
     reason TEXT                         -- why unresolved: missing-file, unknown-id, outside-kb, ...
 );
 CREATE INDEX IF NOT EXISTS links_src ON links(src_doc);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
-CREATE INDEX IF NOT EXISTS links_key ON links(key COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS links_fkey ON links(fkey);
+CREATE INDEX IF NOT EXISTS links_falt ON links(falt);
+CREATE INDEX IF NOT EXISTS links_fday ON links(fday);
+CREATE TABLE IF NOT EXISTS link_names (  -- the names a document answers to (pinakes/dialects.py)
+    doc INTEGER NOT NULL,               -- documents.doc
+    name TEXT NOT NULL,                 -- folded: a path, file name, title, alias, date:..., id:...
+    tier TEXT NOT NULL                  -- path | name | suffix | title | alias | namespace | date | id
+);
+CREATE INDEX IF NOT EXISTS link_names_name ON link_names(name);
+CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc);
 """
 
 # The layout of the old in-KB ``.pinakes/cache.db``. Chunk vectors now live in the

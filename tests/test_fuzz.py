@@ -109,7 +109,8 @@ def test_chunker_never_raises_and_keeps_its_invariants(text: str, budget: int) -
         assert tokens <= budget or len(c.text.split()) == 1 or "```" in c.text or "~~~" in c.text, c
     for link in doc.links:
         assert 1 <= link.line <= n_lines
-        assert link.kind in ("inline", "reference", "wikilink", "autolink")
+        assert link.kind in ("inline", "reference", "wikilink", "autolink", "embed", "tag", "property")
+        assert link.chunk in range(-1, len(doc.chunks)) and len(link.context) < 2000
     for h in doc.headings:
         assert 1 <= h.level <= 6 and 1 <= h.line <= n_lines
     json.dumps(doc.front_matter, default=str)  # front matter is plain data
@@ -152,8 +153,8 @@ def test_link_classifier_never_raises_and_normalises(raw: str, source: str, wiki
     t = classify(raw, source, "self", wiki=wiki, sidecar=sidecar, bundle_root=bundle)
     if t is None:
         return
-    assert t.kind in ("path", "id", "wiki", "kb")
-    if t.kind == "path":
+    assert t.kind in ("path", "guess", "id", "wiki", "kb")
+    if t.kind in ("path", "guess"):
         # Pure arithmetic: normalised, POSIX, and any climb out of the KB is visible up front.
         assert "\\" not in t.key
         parts = t.key.split("/")

@@ -187,13 +187,13 @@ def test_only_what_can_change_is_resolved_again(make_kb, monkeypatch) -> None:
     kb = make_kb(files)
     kb.sync()
     calls: list[int] = []
-    real = links_mod.Resolver.resolve
+    real = links_mod.Resolver.answers
 
     def counting(self, items):
         calls.append(len(items))
         return real(self, items)
 
-    monkeypatch.setattr(links_mod.Resolver, "resolve", counting)
+    monkeypatch.setattr(links_mod.Resolver, "answers", counting)
     kb.sync()
     assert calls == []  # a no-op sync does no link work
     (kb.root / "n5.md").write_text("# N5\n\n[next](n6.md) and more words [[N7]] [gone](nope5.md)\n")
@@ -201,10 +201,11 @@ def test_only_what_can_change_is_resolved_again(make_kb, monkeypatch) -> None:
     # n5's three links, plus the links pointing at n5 (n4's path link, n3's title link)
     assert sum(calls) == 5
     calls.clear()
-    (kb.root / "n12.md").write_text("# N12\n\nthe end\n")  # a new document: unresolved ones are retried
+    (kb.root / "n12.md").write_text("# N12\n\nthe end\n")  # a new document
     kb.sync()
-    # every unresolved link is retried: 12 "nope" links, n11's link to n12, [[N12]] and [[N13]]
-    assert sum(calls) == 15
+    # only the links naming it are retried (n11's link to n12.md and n10's [[N12]]), not the
+    # other unresolved ones ("nope" links, [[N13]])
+    assert sum(calls) == 2
     assert "n12.md" in out_links(kb, "n11.md") and "n12.md" in out_links(kb, "n10.md")
 
 

@@ -415,9 +415,9 @@ LINK_DOC = md("""
     Autolinks <pnk://01JZZZ> <https://example.com/A?b=1#frag>.
 
     Wiki [[Plain Title]], [[dir/page.md|the label]], [[Title#Section]],
-    [[Title#Section|lab]] and an embed ![[image.png]].
+    [[Title#Section|lab]] and an embed ![[image.png]] of a note ![[Embedded]].
 
-    Not links: `[code](c.md)` `[[code wiki]]` ![img](i.png) ![[Embedded]]
+    Not links: `[code](c.md)` `[[code wiki]]` ![img](i.png) ![[diagram.svg]]
     [[ ]] [[a
     b]] \\[[escaped]] [undefined][nope].
 
@@ -462,6 +462,7 @@ def test_every_link_form_with_kinds_targets_and_lines() -> None:
         ("wikilink", "dir/page.md", "", "the label", 14),
         ("wikilink", "Title", "#Section", "Title#Section", 14),
         ("wikilink", "Title", "#Section", "lab", 15),
+        ("embed", "Embedded", "", "Embedded", 15),
         ("inline", "cell.md", "", "cell", 29),
         ("wikilink", "Table", "", "alias", 29),
         ("inline", "list.md", "", "list link", 31),

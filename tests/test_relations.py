@@ -106,11 +106,16 @@ def _films() -> dict[str, str]:
 
 
 def test_the_walk_follows_the_relation_the_question_asks_about(make_kb) -> None:
-    """'The director of X': the director's page over the producer's, both named in X's page."""
+    """'The director of X': the director's page over the producer's, both named in X's page.
+
+    The walk alone (bridges off: they read the same relation off the mention's
+    context, tests/test_bridges.py), with and without its relation weights.
+    """
     q = "Where was the director of Polish Easter born?"
-    blind = make_kb(_films(), name="blind", config=ON + "[retrieval]\nppr_relation_weight = 0\n")
+    walk = "[retrieval]\nppr_bridge_weight = 0\n"
+    blind = make_kb(_films(), name="blind", config=ON + walk + "ppr_relation_weight = 0\n")
     blind.sync()
-    aware = make_kb(_films(), name="aware", config=ON)  # the default weights
+    aware = make_kb(_films(), name="aware", config=ON + walk)  # the walk's default weights
     aware.sync()
 
     def order(kb) -> list[str]:

@@ -43,6 +43,13 @@ def doctor(kb_path: str | None, json_: bool) -> None:
     click.echo(f"  coverage   {cov['with_authored_links']}/{cov['documents']} documents "
                f"({cov['share']:.0%}) have an authored (sidecar) link in or out; "
                f"{cov['with_any_links']} have any link")
+    forms = r.get("link_forms") or []
+    if forms:
+        parts = [f"{f['form']} {f['resolved']}/{f['links']}" for f in forms]
+        click.echo(f"  links by form  {parts[0]} resolved" + "".join(f", {p}" for p in parts[1:]))
+        for f in forms:
+            if f.get("hint"):
+                click.echo(click.style(f"  hint: {f['hint']}", fg="yellow"))
     if r.get("channel"):
         click.echo(f"  channel    {_channel_line(r['channel'])}")
     counts = r["counts"]

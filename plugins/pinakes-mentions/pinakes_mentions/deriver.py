@@ -53,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sqlite3
 import time
 from collections import Counter, defaultdict
@@ -62,9 +63,10 @@ from typing import Any
 
 import numpy as np
 
+from pinakes.dialects import doc_aliases
 from pinakes.errors import ConfigError
 from pinakes.graph import Changes, DocView, Edge, Node, chunk_node
-from pinakes.text import CJK_RE, fts_phrase
+from pinakes.text import CJK_RE, STOPWORDS, fts_phrase
 
 from .names import (
     Matcher,
@@ -84,7 +86,7 @@ __version__ = "0.1.0"
 
 #: Bumped whenever the same input would derive different edges: part of the version, so
 #: every store re-derives (a rebuild, free) instead of mixing old and new edges.
-DERIVATION = 4
+DERIVATION = 5
 SCHEMA_NAME = "mentions"
 SCHEMA_VERSION = "2"
 SCHEMA = """
@@ -236,16 +238,13 @@ class MentionsDeriver:
                 if key not in seen:
                     seen.add(key)
                     rows.append((key, doc.key, "title" if i == 0 else "alias", label))
-            aliases = doc.front_matter.get("aliases")
-            if isinstance(aliases, str):
-                aliases = [aliases]
-            if isinstance(aliases, list):
-                for alias in aliases:
-                    if isinstance(alias, str):
-                        key = normalise(alias)
-                        if key and key not in seen:
-                            seen.add(key)
-                            rows.append((key, doc.key, "alias", " ".join(alias.split())))
+            # Front-matter ``aliases:``/``alias:`` (Obsidian), Logseq's ``alias::``: the
+            # names the link resolver reads too (pinakes.dialects).
+            for alias in doc_aliases(doc.front_matter):
+                key = normalise(alias)
+                if key and key not in seen:
+                    seen.add(key)
+                    rows.append((key, doc.key, "alias", " ".join(alias.split())))
         return rows
 
     # --- sync: which documents need re-deriving --------------------------------------
@@ -550,7 +549,7 @@ class MentionsDeriver:
             total = (sum(n for _, n, _ in found) or 1) / scale
             return [n / total for _, n, _ in found]
 
-        yield from self._edges(conn, self._hit_rows(conn, doc.key), weigh)
+        yield from self._edges(conn, self._hit_rows(conn, doc.key), weigh, prose_shares(doc))
 
     @staticmethod
     def _hit_rows(conn: sqlite3.Connection, doc_key: int) -> list[tuple[int, str, int, str, int]]:
@@ -562,13 +561,17 @@ class MentionsDeriver:
         ).fetchall()
 
     def _edges(self, conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]],
-               weigh: Callable[[list[tuple[str, int, str]]], list[float]]) -> Iterator[Edge]:
+               weigh: Callable[[list[tuple[str, int, str]]], list[float]],
+               prose: tuple[dict[int, int], frozenset[str]] | None = None) -> Iterator[Edge]:
         """Each chunk's mention edges, weighted by ``weigh`` (one weight per name it names).
 
         The one place the edge shape lives, for this deriver and its subclasses
         (``ner`` weighs title and text names apart): a chunk-to-entity edge per
         name with a positive weight, and an ``alias`` edge to each near-duplicate
         name the chunk does not name itself, at the weight times their similarity.
+        ``prose``: each chunk's content words and the document's own title keys
+        (:func:`prose_shares`): a name other than the document's own counts by the
+        chunk's prose share (:func:`prose_share`).
         """
         if not rows:
             return
@@ -577,11 +580,16 @@ class MentionsDeriver:
         for cid, key, n, label, *_ in rows:
             by_chunk[cid].append((key, n, label))
         aliases = self._aliases(conn, {r[1] for r in rows}) if self.settings.alias_threshold > 0 else {}
+        totals, own = prose if prose is not None else ({}, frozenset())
         for cid, found in by_chunk.items():
             c = chunk_node(cid)
             direct = {key for key, _, _ in found}
             via: dict[str, tuple[float, str]] = {}
+            share = prose_share(totals[cid], [f for f in found if f[0] not in own]) \
+                if cid in totals else 1.0
             for (key, _n, label), w in zip(found, weigh(found), strict=True):
+                if key not in own:
+                    w *= share
                 if w <= 0:
                     continue
                 yield Edge(c, entity_node(key, label, damp), self.edge_kind, w)
@@ -605,6 +613,47 @@ class MentionsDeriver:
 
 
 # --- small SQL helpers ------------------------------------------------------------------
+
+
+_URL = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+
+
+def _content_words(text: str) -> int:
+    return sum(1 for w in words(fold(text)) if w not in STOPWORDS)
+
+
+def prose_shares(doc: DocView) -> tuple[dict[int, int], frozenset[str]]:
+    """Per chunk, its content words (link targets left out); and the document's title keys.
+
+    With the names a chunk names (:meth:`MentionsDeriver._edges`), this gives the
+    share of its words that are *prose*: a chunk that is only a list of names or
+    links (an index note's section, a table of contents, a "see also" list) names
+    things without saying anything about them, and as mention edges at full
+    weight it pulls the walk's mass from every name it lists (measured: a
+    vault's home page outranked the note a question's subject links to). The
+    document's own title always counts in full: that edge is how a named seed
+    reaches its own page.
+    """
+    own = frozenset(key for key, _ in title_names(doc.title))
+    return {c.id: _content_words(_URL.sub("] ", c.text)) for c in doc.chunks}, own
+
+
+#: A chunk whose words are at least this share prose (not the names it names) keeps its
+#: mention weights in full; below it they shrink in proportion, to 0 for a bare list.
+PROSE_SHARE = 0.25
+
+
+def prose_share(total: int, found: Sequence[tuple[str, int, str]]) -> float:
+    """How much a chunk's mentions count: its share of prose words, over :data:`PROSE_SHARE`, at most 1.
+
+    A sentence naming people ("Radium was isolated by Marie Curie in Paris": 3 of
+    its 5 words are names) counts in full; "[[Lisbon]] · [[Kyoto]]" is all names
+    and counts 0.
+    """
+    if total <= 0:
+        return 1.0
+    named = sum(n * max(1, _content_words(key)) for key, n, _ in found)
+    return min(1.0, max(0.0, total - named) / total / PROSE_SHARE)
 
 
 def _parts(items: Sequence[Any] | Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:

@@ -75,6 +75,7 @@ from pinakes.text import (
     query_terms,
 )
 
+from .bridges import BridgeSettings, Lift, bridge_lift, doc_graph
 from .relations import relation_index, relation_walk
 
 __version__ = "0.1.0"
@@ -184,6 +185,7 @@ class Settings:
     relation_weight: float = 20.0  # > 0: weigh mention edges by the query's relation (relations.py)
     relation_hops: int = 1  # ...only the mention edges of chunks this many hops from the seeds
     lowercase_seed_weight: float = 0.1  # a name used as a common noun (NameIndex.match)
+    bridges: BridgeSettings = field(default_factory=BridgeSettings)  # bridges.py
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -226,6 +228,15 @@ class Settings:
             relation_weight=max(0.0, float(get("ppr_relation_weight"))),
             relation_hops=max(0, int(get("ppr_relation_hops"))),
             lowercase_seed_weight=max(0.0, float(get("ppr_lowercase_seed_weight"))),
+            bridges=BridgeSettings(
+                weight=max(0.0, float(get("ppr_bridge_weight"))),
+                roots=max(0, int(get("ppr_bridge_roots"))),
+                temperature=max(0.0, float(get("ppr_bridge_temperature"))),
+                degree_power=max(0.0, float(get("ppr_bridge_degree_power"))),
+                context_floor=min(1.0, max(0.0, float(get("ppr_bridge_context_floor")))),
+                cap=min(1.0, max(0.0, float(get("ppr_bridge_cap")))),
+
+            ),
         )
 
 
@@ -799,6 +810,7 @@ class Trace:
     roots: int = 0
     ms: float = 0.0
     relation_edges: int = 0  # mention edges the query's relation reweighted
+    lifts: list[Lift] = field(default_factory=list)  # documents the bridges lifted, and why
 
 
 def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray:
@@ -933,6 +945,8 @@ class PPRChannel:
             op.centrality_divisor(settings.damping, settings.centrality_power)
         if settings.relation_weight > 0:
             relation_index(store.conn, graph)  # the mention contexts (45 ms on 2Wiki)
+        if settings.final and settings.bridges.weight > 0:
+            doc_graph(store.conn, graph)  # the document adjacency and link contexts
 
     def search(self, ctx: Any) -> list[tuple[int, float]]:
         graph = ctx.kb.graph_index(ctx.store)
@@ -941,9 +955,58 @@ class PPRChannel:
         settings = Settings.from_config(ctx.config)
         op = operator_for(graph, dtype=settings.precision)
         limit = max(int(ctx.config.get("candidates", 100)), 1)
-        return run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
+        fused = getattr(ctx, "fused", None)
+        out = run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
                        cosines=ctx.cosines, roots=ctx.roots, conn=ctx.store.conn, limit=limit,
-                       trace=self.last, fused=getattr(ctx, "fused", None))
+                       trace=self.last, fused=fused)
+        return self._bridged(op, graph, settings, ctx, out, fused)
+
+    def _bridged(self, op: Operator, graph: GraphIndex, settings: Settings, ctx: Any,
+                 walked: list[tuple[int, float]], fused: Any) -> list[tuple[int, float]]:
+        """The walk's ranking (or, when it did not walk, the hybrid's) with bridges lifted.
+
+        Only when the list is the final ranking: as a third RRF list a lifted
+        copy of the hybrid's own list would count the hybrid twice. A search the
+        bridges leave alone and the walk did not touch returns [] (the hybrid
+        ranking stands, exactly as without the channel).
+        """
+        self.last.lifts = []
+        if not settings.final or settings.bridges.weight <= 0:
+            return walked
+        base = walked or list(fused or [])
+        if not base:
+            return walked
+        node_cos = np.full(graph.n, -1.0, dtype=np.float64)
+        node_cos[op.chunk_nodes] = op.chunk_cosines(ctx.dense.ids, ctx.cosines)
+        lifted, lifts = bridge_lift(doc_graph(ctx.store.conn, graph), graph, ctx.store.conn, base,
+                                    node_cos, query_idf(ctx), settings.bridges)
+        self.last.lifts = lifts
+        return lifted if lifts else walked
+
+
+def query_idf(ctx: Any) -> dict[str, float]:
+    """The query's terms and their IDF over chunks: the lexical stage's, when it passed them.
+
+    Otherwise counted here with the same FTS5 query per term (a search that
+    ran its lexical stage has these counts cached, so this is the fallback).
+    """
+    given = getattr(ctx, "term_idf", None)
+    if given:
+        return dict(given)
+    from pinakes.text import fts_query, query_terms
+
+    conn = ctx.store.conn
+    total = max(1, int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+    out: dict[str, float] = {}
+    for term in query_terms(ctx.query):
+        match = fts_query([term])
+        try:
+            df = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                  (match,)).fetchone()[0]) if match else 0
+        except sqlite3.OperationalError:
+            df = 0
+        out[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return out
 
 
 @hookimpl

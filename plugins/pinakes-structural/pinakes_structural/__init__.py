@@ -14,6 +14,14 @@ co-located     document ↔ directory node                    1/directory size
 shared-tag     document ↔ tag node                          1/tag degree
 authored       document ↔ document (sidecar and body links) 2.0
 =============  ===========================================  ===============
+
+A hierarchical file name is a folder written in the name: Dendron's ``a.b.c.md`` is
+the child of ``a.b.md``, Logseq's ``a___b.md`` (or ``a%2Fb.md``) the page ``a/b``.
+Such a note is co-located in the *directory* node its name stands for
+(``folder/a.b``) instead of its real folder, and the parent note ``a.b.md`` joins
+that node too, as a folder's own page would: children are siblings through
+their hub, and one hub hop from their parent. Plain names (``v2.0``,
+``Mr. Smith``, ``2023.01.05``) stay in their folder (``pinakes.dialects``).
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ from collections.abc import Iterator
 from posixpath import dirname
 
 from pinakes import hookimpl
-from pinakes.graph import DocView, Edge, Node, chunk_node, doc_node
-from pinakes.links import NO_HUB
+from pinakes.dialects import hierarchy_parent, parent_path, strip_suffix
+from pinakes.graph import Changes, DocView, Edge, Node, chunk_node, doc_node
 
 __version__ = "0.1.0"
 
@@ -60,13 +68,67 @@ class StructuralDeriver:
             parent = _nearest_ancestor(path, first_of_section)
             if parent is not None and parent != chunk_id:
                 yield Edge(chunk_node(parent), chunk_node(chunk_id), "parent", 1.0)
-        folder = dirname(doc.path) or "."
-        yield Edge(d, Node("directory", folder, folder, damp=True), "co-located", 1.0)
+        hub = _hub_of(doc.path)
+        yield Edge(d, Node("directory", hub, hub, damp=True), "co-located", 1.0)
+        own = _own_hub(doc.path)
+        if own != hub and _has_children(conn, doc.path):
+            yield Edge(d, Node("directory", own, own, damp=True), "co-located", 1.0)
         for tag in doc.tags:
             key = str(tag).strip().lower()
             if key:
                 yield Edge(d, Node("tag", key, str(tag), damp=True), "shared-tag", 1.0)
         yield from _authored(doc, conn)
+
+    def affected(self, changes: Changes, conn: sqlite3.Connection) -> list[int]:
+        """Parent notes whose first hierarchical child just appeared: they join its hub.
+
+        Asked before the changed documents' edges are re-derived; a parent already
+        in the hub (or with no note of its own) costs one indexed lookup.
+        """
+        out: list[int] = []
+        for doc in changes.docs:
+            parent = parent_path(doc.path)
+            if parent is None:
+                continue
+            row = conn.execute("SELECT doc FROM documents WHERE path = ?", (parent,)).fetchone()
+            if row is None:
+                continue
+            joined = conn.execute(
+                "SELECT 1 FROM nodes a JOIN edges e ON e.src = a.id JOIN nodes b ON b.id = e.dst"
+                " WHERE a.kind = 'doc' AND a.key = ? AND b.kind = 'directory' AND b.key = ? LIMIT 1",
+                (str(row[0]), _hub_of(doc.path)),
+            ).fetchone()
+            if joined is None:
+                out.append(int(row[0]))
+        return out
+
+
+def _hub_of(path: str) -> str:
+    """The directory node a document is co-located in: its folder, or the one its name spells."""
+    folder = dirname(path)
+    parent = hierarchy_parent(strip_suffix(path.rsplit("/", 1)[-1]))
+    if parent is None:
+        return folder or "."
+    return f"{folder}/{parent}" if folder else parent
+
+
+def _own_hub(path: str) -> str:
+    """The directory node of this document's hierarchical children (``x/a.b.md`` -> ``x/a.b``)."""
+    return strip_suffix(path)
+
+
+def _has_children(conn: sqlite3.Connection, path: str) -> bool:
+    """Whether some document's hierarchical name makes it a child of ``path``'s note."""
+    stem = strip_suffix(path)
+    for sep in (".", "___", "%2F", "%2f"):
+        prefix = stem + sep
+        for (child,) in conn.execute(
+            "SELECT path FROM documents WHERE path > ? AND path < ? LIMIT 20",
+            (prefix, prefix + "\U0010ffff"),
+        ):
+            if parent_path(child) == path:
+                return True
+    return False
 
 
 def _nearest_ancestor(path: tuple[str, ...], sections: dict[tuple[str, ...], int]) -> int | None:
@@ -82,20 +144,18 @@ def _authored(doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
 
     Body links of a ``[kb] no_link_hub`` page (a change log) are skipped: that
     page mentions everything it touched, and as edges it would join every
-    document to every other one through itself.
+    document to every other one through itself. Each link's label and context
+    (``DocView.authored_links``) are there for relation-aware weighting.
     """
     try:
-        rows = conn.execute(
-            "SELECT DISTINCT d.doc, d.title FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
-            "WHERE l.src_doc = ? AND l.dst_ulid IS NOT NULL AND (l.dst_kb IS NULL OR l.dst_kb = '')"
-            " AND l.provenance != ?",
-            (doc.key, NO_HUB),
-        ).fetchall()
+        found = doc.authored_links(conn)
     except sqlite3.OperationalError:
         return  # no links table in this store
-    for key, title in rows:
-        if key != doc.key:
-            yield Edge(doc.node, doc_node(key, title), "authored", AUTHORED_WEIGHT)
+    seen: set[int] = set()
+    for link in found:
+        if link.dst not in seen:
+            seen.add(link.dst)
+            yield Edge(doc.node, doc_node(link.dst, link.title), "authored", AUTHORED_WEIGHT)
 
 
 @hookimpl

@@ -1,0 +1,324 @@
+"""Note-tool dialects: the names a document answers to and the names a link asks for.
+
+Obsidian, Foam, Logseq, Dendron and Zettelkasten vaults write links in their own
+way, and each resolves them by *names*, not by relative paths: a file name
+anywhere in the vault, a path suffix, a title, an alias, a namespace written as
+``a___b`` in the file name, a journal's date, a note id. This module knows those
+conventions as pure functions, so the resolver (:mod:`pinakes.links`), the parser
+(:mod:`pinakes.markdown`) and the structural deriver agree on them:
+
+* :func:`doc_names` lists what a document can be linked as (stored in the
+  ``link_names`` table at sync, one indexed lookup per link when resolving);
+* :func:`lookup_name` and :func:`date_key` / :func:`zettel_id` turn what a link
+  wrote into the same folded keys;
+* :func:`hierarchy_parent` reads a dotted (Dendron) or namespaced (Logseq) file
+  name as the path it stands for;
+* :func:`link_form` names the syntax a link was written in, for ``pnk doctor``'s
+  per-form report.
+
+Names are folded (Unicode NFC, then ``casefold``): every note tool matches names
+case-insensitively, and macOS hands out file names in NFD.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import posixpath
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+__all__ = [
+    "ATTACHMENT_SUFFIXES",
+    "FORMS",
+    "NAME_TIERS",
+    "date_key",
+    "dendron_name",
+    "doc_aliases",
+    "doc_names",
+    "fold",
+    "hierarchy_parent",
+    "is_attachment",
+    "link_form",
+    "lookup_name",
+    "page_ref",
+    "parent_path",
+    "split_vault",
+    "strip_suffix",
+    "zettel_id",
+]
+
+DOC_SUFFIXES = (".md", ".markdown")
+
+#: File types a wikilink or embed can name that are not notes: attachments, never links.
+ATTACHMENT_SUFFIXES = frozenset(
+    """png jpg jpeg gif svg webp bmp ico tif tiff heic avif pdf mp3 mp4 m4a m4v wav ogg oga
+    flac webm mov mkv avi zip gz tar tgz 7z rar csv tsv xlsx xls docx doc pptx ppt odt ods
+    odp epub canvas excalidraw json yaml yml toml txt html htm css js ts py ipynb drawio
+    base""".split()
+)
+
+#: How a name was derived, strongest first. A link resolves in the first tier with a
+#: match: a path beats a file name, a file name beats a title (what every note tool
+#: does: the file is the note), a title beats an alias, and the looser readings
+#: (namespaces spelled in file names, journal dates, note ids) come last.
+NAME_TIERS = ("path", "name", "suffix", "title", "alias", "namespace", "date", "id")
+
+_WS = re.compile(r"\s+")
+
+
+def fold(text: str) -> str:
+    """The matching form of a name: NFC, case-folded, inner whitespace collapsed."""
+    return _WS.sub(" ", unicodedata.normalize("NFC", text).casefold()).strip()
+
+
+def strip_suffix(name: str) -> str:
+    """``note.md`` -> ``note`` (only Markdown suffixes: ``a.b.c`` keeps its dots)."""
+    low = name.lower()
+    for suffix in DOC_SUFFIXES:
+        if low.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def is_attachment(target: str) -> bool:
+    """Whether a wikilink or embed target names a file that is not a note (an image, a PDF)."""
+    last = target.rsplit("/", 1)[-1]
+    stem, dot, ext = last.rpartition(".")
+    return bool(dot and stem and ext.lower() in ATTACHMENT_SUFFIXES)
+
+
+# -- what a link asks for ------------------------------------------------------------
+
+_DENDRON = re.compile(r"^dendron://([^/]*)/(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def split_vault(target: str) -> tuple[str, str]:
+    """``dendron://vault/note.name`` -> ``("vault", "note.name")``; anything else -> ``("", target)``."""
+    m = _DENDRON.match(target.strip())
+    if m is None:
+        return "", target
+    return m.group(1).strip(), m.group(2).strip()
+
+
+def lookup_name(target: str) -> str:
+    """The folded name a wiki-style target looks up: vault prefix and ``.md`` dropped.
+
+    ``[[Folder/Note.md]]`` asks for ``folder/note``; ``[[dendron://v/a.b]]`` for ``a.b``.
+    """
+    _, note = split_vault(target)
+    note = note.replace("\\", "/").strip().strip("/")
+    return fold(strip_suffix(note))
+
+
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december"
+    .split(), 1)}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]*,?\s+"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_FORMS = [
+    # 2023-01-01, 2023_01_01, 2023.01.01, 2023/01/01 (ISO order; Logseq and Obsidian file names)
+    (re.compile(r"^(\d{4})[-_./](\d{1,2})[-_./](\d{1,2})$"), "ymd"),
+    # Jan 1st, 2023 / January 1, 2023 / Monday, January 1st 2023 (Logseq's default titles)
+    (re.compile(rf"^(?:{_WEEKDAY})?([a-z]+)\.?\s+(\d{{1,2}}){_ORD},?\s+(\d{{4}})$"), "mdy"),
+    # 1st Jan 2023 / 1 January, 2023
+    (re.compile(rf"^(?:{_WEEKDAY})?(\d{{1,2}}){_ORD}\s+([a-z]+)\.?,?\s+(\d{{4}})$"), "dmy"),
+]
+
+
+def date_key(text: str) -> str:
+    """``date:YYYY-MM-DD`` for a journal date written in one of the supported forms, else ``""``.
+
+    Supported: ISO order with ``-``, ``_``, ``.`` or ``/`` (``2023_01_01``), and
+    English month names in either order with an optional ordinal and weekday
+    (``Jan 1st, 2023``, ``Monday, January 1st 2023``, ``1 January 2023``).
+    Numeric day-first or month-first forms (``01/02/2023``) are ambiguous and
+    are not read.
+    """
+    s = fold(text)
+    if not s or len(s) > 40 or not any(c.isdigit() for c in s):
+        return ""
+    for pattern, order in _DATE_FORMS:
+        m = pattern.match(s)
+        if m is None:
+            continue
+        a, b, c = m.groups()
+        try:
+            if order == "ymd":
+                y, mo, d = int(a), int(b), int(c)
+            elif order == "mdy":
+                y, mo, d = int(c), _MONTHS[a], int(b)
+            else:
+                y, mo, d = int(c), _MONTHS[b], int(a)
+            return "date:" + _dt.date(y, mo, d).isoformat()
+        except (KeyError, ValueError):
+            return ""
+    return ""
+
+
+_ZETTEL = re.compile(r"^(\d{12,14})(?=$|[\s_\-.])")
+
+
+def zettel_id(text: str) -> str:
+    """``id:<digits>`` when ``text`` starts with a 12-14 digit Zettelkasten id, else ``""``."""
+    m = _ZETTEL.match(text.strip())
+    return f"id:{m.group(1)}" if m else ""
+
+
+# -- what a document answers to ---------------------------------------------------------
+
+_NAMESPACE_SEP = re.compile(r"___|%2f", re.IGNORECASE)
+_DOTTED = re.compile(r"^[^\s.][^\s]*$")
+
+
+def hierarchy_parent(stem: str) -> str | None:
+    """The parent name of a hierarchical file name, or None for a plain one.
+
+    ``a.b.c`` (Dendron, older Logseq) -> ``a.b``; ``a___b`` (Logseq's file name
+    for the page ``a/b``) -> ``a``; ``a%2Fb`` (Logseq's older form) -> ``a``.
+    A dotted name counts only without spaces and with a last part that is not a
+    number, so ``v2.1``, ``2023.01.01`` and ``Mr. Smith`` stay plain names.
+    """
+    parts = _NAMESPACE_SEP.split(stem)
+    if len(parts) > 1:
+        m = list(_NAMESPACE_SEP.finditer(stem))[-1]
+        parent = stem[: m.start()]
+        return parent if parent.strip() and stem[m.end():].strip() else None
+    if "." not in stem or not _DOTTED.match(stem):
+        return None
+    parent, _, last = stem.rpartition(".")
+    if not parent or not last or parent.endswith(".") or last.isdigit():
+        return None
+    return parent
+
+
+def _namespace_name(stem: str) -> str:
+    """The page name a namespaced file name stands for: ``a___b`` / ``a%2Fb`` / ``a.b`` -> ``a/b``."""
+    if _NAMESPACE_SEP.search(stem):
+        return _NAMESPACE_SEP.sub("/", stem)
+    if hierarchy_parent(stem) is not None:
+        return stem.replace(".", "/")
+    return ""
+
+
+def _strings(value: Any) -> list[str]:
+    """A front-matter value as a list of strings (``a, b`` strings and YAML lists both)."""
+    if isinstance(value, str):
+        return [v for v in (p.strip() for p in value.split(",")) if v]
+    if isinstance(value, list | tuple):
+        return [str(v).strip() for v in value if isinstance(v, str | int | float) and str(v).strip()]
+    return []
+
+
+_BRACKETS = re.compile(r"^\[\[(.*)\]\]$|^#\[\[(.*)\]\]$|^#(.*)$", re.DOTALL)
+
+
+def page_ref(value: str) -> str:
+    """A property value with its page-reference markup removed: ``[[a b]]``, ``#[[a b]]``, ``#a`` -> the name."""
+    v = value.strip().strip('"').strip("'").strip()
+    m = _BRACKETS.match(v)
+    if m:
+        v = next(g for g in m.groups() if g is not None)
+    return v.strip()
+
+
+def doc_aliases(front_matter: Mapping[str, Any]) -> list[str]:
+    """The aliases a document declares: ``aliases:``/``alias:`` (Obsidian, Logseq's ``alias::``)."""
+    out: list[str] = []
+    for key in ("aliases", "alias"):
+        for v in _strings(front_matter.get(key)):
+            name = page_ref(v)
+            if name and name not in out:
+                out.append(name)
+    return out
+
+
+def doc_names(path: str, title: str, front_matter: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every ``(folded name, tier)`` a document answers to (see :data:`NAME_TIERS`).
+
+    ``notes/Topic/Alpha Beta.md`` titled "Alpha" with ``aliases: [AB]`` answers to
+    ``notes/topic/alpha beta`` (path), ``alpha beta`` (name), ``topic/alpha beta``
+    (suffix), ``alpha`` (title) and ``ab`` (alias); a Logseq page
+    ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
+    ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
+    ``202301011200 Idea.md`` to ``id:202301011200``.
+    """
+    out: dict[tuple[str, str], None] = {}
+
+    def add(name: str, tier: str) -> None:
+        if name:
+            out.setdefault((name, tier), None)
+
+    bare = strip_suffix(path)
+    add(fold(bare), "path")
+    parts = bare.split("/")
+    stem = parts[-1]
+    add(fold(stem), "name")
+    decoded = unquote(stem) if "%" in stem else stem
+    if decoded != stem:
+        add(fold(decoded), "name")
+    for i in range(1, len(parts) - 1):
+        add(fold("/".join(parts[i:])), "suffix")
+    if title:
+        add(fold(title), "title")
+    for alias in doc_aliases(front_matter):
+        add(fold(alias), "alias")
+    add(fold(_namespace_name(stem)), "namespace")
+    add(date_key(stem), "date")
+    add(zettel_id(stem), "id")
+    return list(out)
+
+
+# -- what a link was written as -----------------------------------------------------
+
+#: Every form :func:`link_form` returns, in the order ``pnk doctor`` lists them.
+FORMS = ("sidecar", "markdown", "reference", "autolink", "wikilink", "wikilink-alias",
+         "wikilink-heading", "wikilink-block", "wikilink-date", "wikilink-id", "dendron-vault",
+         "embed", "tag", "property")
+
+
+def link_form(kind: str, target: str, fragment: str = "", aliased: bool = False,
+              label: str = "") -> str:
+    """The syntax a body link was written in, for ``pnk doctor``'s per-form report.
+
+    ``kind`` is the parser's (``inline``, ``reference``, ``autolink``,
+    ``wikilink``, ``embed``, ``tag``, ``property``). A wikilink counts under its
+    most specific feature: a vault prefix (in either part), then a block or
+    heading fragment, a journal date or note id as target, then an alias.
+    """
+    if kind == "inline":
+        return "markdown"
+    if kind in ("reference", "autolink", "embed", "tag", "property"):
+        return kind
+    if any(t.strip().lower().startswith("dendron://") for t in (target, label if aliased else "")):
+        return "dendron-vault"
+    if fragment.startswith("#^"):
+        return "wikilink-block"
+    if fragment:
+        return "wikilink-heading"
+    if date_key(target):
+        return "wikilink-date"
+    if zettel_id(target) and target.strip().isdigit():
+        return "wikilink-id"
+    return "wikilink-alias" if aliased else "wikilink"
+
+
+def dendron_name(text: str) -> bool:
+    """Whether ``text`` looks like a Dendron note name (``lang.python``, no spaces)."""
+    t = text.strip()
+    return bool(t) and " " not in t and "." in t.strip(".") and not is_attachment(t)
+
+
+def parent_path(path: str) -> str | None:
+    """The KB path of a hierarchical note's parent note (``x/a.b.c.md`` -> ``x/a.b.md``)."""
+    folder, name = posixpath.split(path)
+    stem = strip_suffix(name)
+    parent = hierarchy_parent(stem)
+    if parent is None:
+        return None
+    ext = name[len(stem):] or ".md"
+    return posixpath.join(folder, parent + ext) if folder else parent + ext

@@ -1,0 +1,382 @@
+"""Note dialects: Obsidian, Foam, Logseq, Dendron and Zettelkasten links resolve as their tools do.
+
+The vaults are under ``tests/dialects/`` (written for these tests). Each test copies one,
+syncs it with the real store and checks, link by link, the note it resolves to (or the
+reason it does not), that the wrong reading of an ambiguous form is not taken, and what
+``pnk doctor`` and the graph make of it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pinakes.cli import cli
+from pinakes.graph import load_doc_views
+from pinakes.links import link_contexts
+
+FIXTURES = Path(__file__).parent / "dialects"
+
+
+def vault(make_kb, tool: str, config: str = ""):
+    """A copy of the ``tool`` fixture vault as a KB (unsynced)."""
+    files = {str(p.relative_to(FIXTURES / tool)): p.read_bytes()
+             for p in sorted((FIXTURES / tool).rglob("*")) if p.is_file()}
+    return make_kb(files, name=f"{tool}-vault", config=config)
+
+
+def links_of(kb, src: str) -> list[tuple[str, str, str]]:
+    """(raw target, form, resolved path or 'reason') for every body link of ``src``, in order."""
+    with kb.reader().snapshot() as conn:
+        return [(r[0], r[1], r[2] or r[3]) for r in conn.execute(
+            "SELECT l.raw, l.form, d.path, l.reason FROM links l JOIN documents s ON s.doc = l.src_doc"
+            " LEFT JOIN documents d ON d.ulid = l.dst_ulid WHERE s.path = ? AND l.origin = 'reverse-scan'"
+            " ORDER BY l.line, l.id", (src,))]
+
+
+def test_obsidian_links_resolve_like_obsidian(make_kb) -> None:
+    kb = vault(make_kb, "obsidian")
+    kb.sync()
+    assert links_of(kb, "Home.md") == [
+        ("Sourdough", "wikilink", "Baking/Sourdough.md"),  # a file name anywhere in the vault
+        ("Sourdough", "wikilink-alias", "Baking/Sourdough.md"),
+        ("Baking/Oven Temperatures#Fan ovens", "wikilink-heading", "Baking/Oven Temperatures.md"),
+        ("Starter Care#^feed-ratio", "wikilink-block", "Baking/Starter Care.md"),
+        ("Hydration", "wikilink", "Reference/Dough Hydration.md"),  # front-matter aliases
+        ("Flour Types", "embed", "Reference/Flour Types.md"),  # an embedded note is a link
+        # [[#Plan]] is a link inside the same note and ![[loaf.jpg]] an image: neither is stored
+        ("Never Written", "wikilink", "missing-file"),
+        # Obsidian reads target|alias: the alias naming another note does not make it a link there
+        ("Not Yet Written", "wikilink-alias", "missing-file"),
+        ("Notes", "wikilink", "ambiguous-title"),  # two notes of that name, neither beside Home
+        ("Recipes/Notes", "wikilink", "Recipes/Notes.md"),  # a path written in full
+        ("sourdough.md", "wikilink", "Baking/Sourdough.md"),  # with .md, in another case
+        ("reference/flour types", "wikilink", "Reference/Flour Types.md"),
+    ]
+    # The same name beside the linking note wins, as in Obsidian.
+    assert links_of(kb, "Garden/Tomatoes.md") == [("Notes", "wikilink", "Garden/Notes.md")]
+    # A Markdown link written the shortest-path way, and target|alias where both name notes.
+    assert links_of(kb, "Reference/Flour Types.md") == [
+        ("Sourdough.md", "markdown", "Baking/Sourdough.md"),
+        ("Sourdough", "wikilink-alias", "Baking/Sourdough.md"),
+    ]
+    # A wikilink as a front-matter value (an Obsidian property) is a link too (not under aliases:).
+    assert links_of(kb, "Baking/Starter Care.md") == [
+        ("Flour Types", "property", "Reference/Flour Types.md")]
+
+
+def test_foam_wikilinks_and_reference_definitions(make_kb) -> None:
+    kb = vault(make_kb, "foam")
+    kb.sync()
+    assert links_of(kb, "inbox.md") == [
+        ("project-ideas", "wikilink", "project-ideas.md"),
+        ("reading-list", "wikilink", "reading-list.md"),
+        # Foam's definitions (with or without .md) serve Markdown reference links
+        ("project-ideas.md", "reference", "project-ideas.md"),
+        ("reading-list", "reference", "reading-list.md"),
+        ("compost-bins", "wikilink", "notes/compost-bins.md"),
+    ]
+    # The definitions Foam appends are not extra links: one per written link.
+    assert links_of(kb, "reading-list.md") == [("compost-bins", "wikilink", "notes/compost-bins.md")]
+
+
+def test_logseq_pages_tags_properties_namespaces_and_journals(make_kb) -> None:
+    kb = vault(make_kb, "logseq")
+    kb.sync()
+    assert links_of(kb, "pages/Astronomy.md") == [
+        ("hobby", "property", "pages/hobby.md"),  # a bare tags:: value is a page reference
+        ("night sky", "wikilink", "pages/night sky.md"),
+        ("Telescope", "wikilink", "pages/Telescope.md"),
+        ("Star Charts", "tag", "pages/Star Charts.md"),  # #[[multi word]]
+        ("Mar 14th, 2023", "wikilink-date", "journals/2023_03_14.md"),
+        ("observing", "tag", "pages/observing.md"),
+        ("Astronomy/Planets", "wikilink", "pages/Astronomy___Planets.md"),  # a___b file names
+        ("Astronomy/Deep Sky", "wikilink", "pages/Astronomy%2FDeep Sky.md"),  # the older %2F
+    ]
+    # alias:: names the page (case-insensitive), and its [[Sky Watching]] is no link out
+    assert links_of(kb, "pages/Telescope.md") == [
+        ("stargazing", "wikilink", "pages/Astronomy.md"),
+        ("sky watching", "wikilink", "pages/Astronomy.md"),
+    ]
+    # A tag with no page of its name is a plain tag, not a broken link.
+    assert links_of(kb, "journals/2023_03_14.md") == [
+        ("Astronomy/Planets", "wikilink", "pages/Astronomy___Planets.md"),
+        ("unplanned", "tag", "tag-only"),
+    ]
+    doc = kb.show("pages/Astronomy.md")
+    assert doc["title"] == "Astronomy" and doc["tags"] == ["hobby", "night sky"]
+    report = kb.doctor()
+    assert all("unplanned" not in d["target"] for d in report["dangling"])
+
+
+def test_dendron_alias_first_vault_prefix_and_the_trap(make_kb) -> None:
+    kb = vault(make_kb, "dendron")
+    kb.sync()
+    assert links_of(kb, "notes/tools.md") == [
+        ("Python", "wikilink-alias", "notes/lang.python.md"),
+        ("dendron://notes/lang.rust", "dendron-vault", "notes/lang.rust.md"),
+        ("Typing hints", "dendron-vault", "notes/lang.python.typing.md"),
+        # Both parts name a note; in a Dendron workspace the second is the target.
+        ("Languages", "wikilink-alias", "notes/lang.rust.md"),
+        ("lang.python#Setup", "embed", "notes/lang.python.md"),
+    ]
+    assert links_of(kb, "notes/root.md") == [
+        ("Languages", "wikilink-alias", "notes/lang.md"), ("tools", "wikilink", "notes/tools.md")]
+    # The alias (not the note name) is recorded as the link's label.
+    with kb.reader().snapshot() as conn:
+        labels = [r[0] for r in conn.execute(
+            "SELECT l.label FROM links l JOIN documents s ON s.doc = l.src_doc"
+            " WHERE s.path = 'notes/tools.md' ORDER BY l.line, l.id")]
+    assert labels[:4] == ["Python", "dendron://notes/lang.rust", "Typing hints", "Languages"]
+
+
+def test_alias_order_needs_evidence_outside_dendron(make_kb) -> None:
+    """Without a Dendron workspace the second part is taken only when it reads as a note name."""
+    kb = make_kb({
+        "a.md": "# A\n\n[[Nothing Here|lang.go]] and [[Nothing Here|Go]] and [[Go|lang.go]]\n",
+        "lang.go.md": "# The Go language\n\ngophers\n",
+        "Go.md": "# Go\n\nthe board game\n",
+    })
+    kb.sync()
+    assert links_of(kb, "a.md") == [
+        ("Nothing Here", "wikilink-alias", "lang.go.md"),  # a dotted note name: Dendron's order
+        ("Nothing Here", "wikilink-alias", "missing-file"),  # "Go" is display text here
+        ("Go", "wikilink-alias", "Go.md"),  # both resolve: the tool's own order stands
+    ]
+
+
+def test_zettelkasten_id_links(make_kb) -> None:
+    kb = vault(make_kb, "zettel")
+    kb.sync()
+    assert links_of(kb, "202301021530 Forgetting curve.md") == [
+        ("202301011200", "wikilink-id", "202301011200 Spaced repetition.md"),
+        ("202301039999", "wikilink-id", "missing-file"),
+    ]
+    assert links_of(kb, "index.md") == [
+        ("202301011200", "wikilink-id", "202301011200 Spaced repetition.md"),
+        ("202301021530 Forgetting curve", "wikilink", "202301021530 Forgetting curve.md"),
+    ]
+
+
+def _edges(kb) -> set[tuple[str, str, str]]:
+    """Every edge as (kind, one end, other end), documents by path and hubs by kind:key."""
+    with kb.reader().snapshot() as conn:
+        paths = {str(r[0]): r[1] for r in conn.execute("SELECT doc, path FROM documents")}
+        out = set()
+        for kind, ak, akey, bk, bkey in conn.execute(
+            "SELECT e.kind, a.kind, a.key, b.kind, b.key FROM edges e JOIN nodes a ON a.id = e.src"
+            " JOIN nodes b ON b.id = e.dst WHERE a.kind != 'chunk' AND b.kind != 'chunk'"):
+            a = paths[akey] if ak == "doc" else f"{ak}:{akey}"
+            b = paths[bkey] if bk == "doc" else f"{bk}:{bkey}"
+            out.add((kind, a, b))
+        return out
+
+
+def test_embeds_count_as_authored_edges(make_kb) -> None:
+    kb = vault(make_kb, "obsidian")
+    kb.sync()
+    edges = _edges(kb)
+    assert ("authored", "Home.md", "Reference/Flour Types.md") in edges  # only linked by ![[...]]
+    with kb.reader().snapshot() as conn:
+        assert conn.execute("SELECT count(*) FROM links WHERE raw LIKE '%loaf%'").fetchone()[0] == 0
+
+
+def test_dotted_and_namespaced_names_are_parent_child_structure(make_kb) -> None:
+    kb = vault(make_kb, "dendron")
+    kb.sync()
+    located = {(a, b) for kind, a, b in _edges(kb) if kind == "co-located"}
+    assert located == {
+        ("notes/root.md", "directory:notes"),
+        ("notes/tools.md", "directory:notes"),
+        ("notes/lang.md", "directory:notes"),
+        ("notes/lang.md", "directory:notes/lang"),  # a parent joins its children's hub
+        ("notes/lang.rust.md", "directory:notes/lang"),
+        ("notes/lang.python.md", "directory:notes/lang"),
+        ("notes/lang.python.md", "directory:notes/lang.python"),
+        ("notes/lang.python.typing.md", "directory:notes/lang.python"),
+    }
+    # A first child added later pulls its parent into the new hub (no full re-derive).
+    (kb.root / "notes" / "tools.editor.md").write_text("---\ntitle: Editor\n---\nvim\n", "utf-8")
+    kb.sync()
+    located = {(a, b) for kind, a, b in _edges(kb) if kind == "co-located"}
+    assert {("notes/tools.md", "directory:notes/tools"),
+            ("notes/tools.editor.md", "directory:notes/tools")} <= located
+    assert ("notes/tools.editor.md", "directory:notes") not in located
+
+    kb = vault(make_kb, "logseq")
+    kb.sync()
+    located = {(a, b) for kind, a, b in _edges(kb) if kind == "co-located"}
+    assert {("pages/Astronomy.md", "directory:pages/Astronomy"),
+            ("pages/Astronomy___Planets.md", "directory:pages/Astronomy"),
+            ("pages/Astronomy%2FDeep Sky.md", "directory:pages/Astronomy")} <= located
+
+
+def test_plain_dotted_names_stay_plain(make_kb) -> None:
+    kb = make_kb({"notes/v2.0.md": "# Release\n\nx\n", "notes/Mr. Smith.md": "# Smith\n\ny\n",
+                  "notes/2023.01.05.md": "# Day\n\nz\n"})
+    kb.sync()
+    located = {(a, b) for kind, a, b in _edges(kb) if kind == "co-located"}
+    assert located == {(p, "directory:notes") for p in
+                       ("notes/v2.0.md", "notes/Mr. Smith.md", "notes/2023.01.05.md")}
+
+
+def test_doctor_reports_resolution_per_form(make_kb) -> None:
+    kb = vault(make_kb, "obsidian")
+    kb.sync()
+    report = kb.doctor()
+    forms = {f["form"]: (f["resolved"], f["links"]) for f in report["link_forms"]}
+    assert forms == {
+        "wikilink": (7, 9), "wikilink-alias": (2, 3), "wikilink-heading": (1, 1),
+        "wikilink-block": (1, 1), "embed": (1, 1), "markdown": (1, 1), "property": (1, 1),
+    }
+    wiki = next(f for f in report["link_forms"] if f["form"] == "wikilink")
+    assert wiki["reasons"] == {"missing-file": 1, "ambiguous-title": 1}
+    assert not any(f.get("hint") for f in report["link_forms"])  # nothing mostly fails
+    res = CliRunner().invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert res.exit_code == 0, res.output
+    assert "links by form  markdown 1/1 resolved, wikilink 7/9, wikilink-alias 2/3, wikilink-heading 1/1," in res.output
+    res = CliRunner().invoke(cli, ["doctor", "--kb", str(kb.root), "--json"])
+    assert json.loads(res.output)["link_forms"] == report["link_forms"]
+
+
+def test_doctor_hints_when_a_form_mostly_fails(make_kb) -> None:
+    body = "\n".join(f"- see [[missing note {i}|alias {i}]]" for i in range(6))
+    kb = make_kb({"a.md": f"# A\n\n{body}\n\n[[b]]\n", "b.md": "# B\n\nb\n"})
+    kb.sync()
+    report = kb.doctor()
+    alias = next(f for f in report["link_forms"] if f["form"] == "wikilink-alias")
+    assert (alias["resolved"], alias["links"]) == (0, 6)
+    assert "name no note" in alias["hint"]
+    res = CliRunner().invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert "hint: wikilink-alias: 0/6 resolve" in res.output
+    plain = next(f for f in report["link_forms"] if f["form"] == "wikilink")
+    assert (plain["resolved"], plain["links"], plain.get("hint")) == (1, 1, None)
+
+
+def test_link_context_is_recorded_for_the_graph(make_kb) -> None:
+    kb = vault(make_kb, "obsidian")
+    kb.sync()
+    with kb.reader().snapshot() as conn:
+        home = conn.execute("SELECT doc FROM documents WHERE path = 'Home.md'").fetchone()[0]
+        sour = conn.execute("SELECT doc FROM documents WHERE path = 'Baking/Sourdough.md'").fetchone()[0]
+        found = load_doc_views(conn, [home])[0].authored_links(conn)
+        to_sour = [a for a in found if a.dst == sour]
+        assert [(a.label, a.form, a.heading_path) for a in to_sour] == [
+            ("Sourdough", "wikilink", ("Home", "Plan")),
+            ("my bread notes", "wikilink-alias", ("Home", "Plan")),
+            ("sourdough.md", "wikilink", ("Home", "Plan")),
+        ]
+        # The sentence around the link, content words only, without the link's own words.
+        assert to_sour[0].context.split() == ["week", "bake", "following", "bread", "notes", "closely"]
+        assert all(a.chunk == 0 for a in to_sour)
+        contexts = link_contexts(conn, [home])
+        words = contexts[(home, sour)].split()
+        assert {"bread", "bake", "following"} <= set(words)
+        assert len(words) == len(set(words))
+        # Unresolved and same-note links give no edge and no context entry.
+        assert all(dst != home for (_, dst) in contexts)
+
+
+def test_renamed_alias_and_new_namesake_re_resolve(make_kb) -> None:
+    kb = vault(make_kb, "logseq")
+    kb.sync()
+    page = kb.root / "pages" / "Astronomy.md"
+    page.write_text(page.read_text("utf-8").replace("stargazing, ", ""), "utf-8")
+    kb.sync()
+    assert links_of(kb, "pages/Telescope.md")[0] == ("stargazing", "wikilink", "missing-file")
+    page.write_text(page.read_text("utf-8").replace("alias:: ", "alias:: stargazing, "), "utf-8")
+    kb.sync()
+    assert links_of(kb, "pages/Telescope.md")[0] == ("stargazing", "wikilink", "pages/Astronomy.md")
+
+
+def test_a_new_namesake_makes_a_link_ambiguous_and_its_removal_resolves_it(make_kb) -> None:
+    kb = make_kb({"a/x.md": "# X\n\nsee [[Topic]]\n", "b/Topic.md": "# Topic\n\nt\n"})
+    kb.sync()
+    assert links_of(kb, "a/x.md") == [("Topic", "wikilink", "b/Topic.md")]
+    (kb.root / "c").mkdir()
+    (kb.root / "c" / "topic.md").write_text("# Another topic\n\nu\n", "utf-8")
+    kb.sync()
+    assert links_of(kb, "a/x.md") == [("Topic", "wikilink", "ambiguous-title")]
+    (kb.root / "c" / "topic.md").unlink()
+    kb.sync()
+    assert links_of(kb, "a/x.md") == [("Topic", "wikilink", "b/Topic.md")]
+
+
+def test_markdown_paths_resolve_case_insensitively_and_without_suffix(make_kb) -> None:
+    kb = make_kb({
+        "guide/intro.md": "# Intro\n\n[read me](README.md), [setup](setup), [api](../api/), "
+                          "[licence](../LICENSE), [gone](gone)\n",
+        "guide/readme.md": "# Read me\n\nr\n",
+        "guide/setup.md": "# Setup\n\ns\n",
+    })
+    kb.sync()
+    assert links_of(kb, "guide/intro.md") == [
+        ("README.md", "markdown", "guide/readme.md"),
+        ("setup", "markdown", "guide/setup.md"),
+        ("../LICENSE", "markdown", "no-document"),  # no suffix and no note: kept, not dangling
+        ("gone", "markdown", "no-document"),
+    ]
+    assert [d["target"] for d in kb.doctor()["dangling"]] == []
+
+
+BAD = {
+    "junk.md": (
+        "# Junk\n\n"
+        "[[unclosed and [[[[nested]] and ]] stray ![[ and #\n\n"
+        "[[" + "x" * 5000 + "]] and #" + "t" * 400 + "\n\n"
+        "[[../../../etc/passwd]] ![[../outside]] [[dendron://v/../../../etc/x]]\n"
+        "[up](../outside.md) #[[../../escape]] [[a/../../b]] [[|]] [[#]] [[ | alias]]\n\n"
+        "tags:: not, [[a property]] here\n"
+    ),
+    "fine.md": "# Fine\n\n[[junk]]\n",
+}
+
+
+def test_bad_input_is_safe(make_kb, tmp_path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# secret\n", "utf-8")
+    kb = make_kb(BAD, name="bad-kb")
+    report = kb.sync()
+    assert not report.problems
+    rows = links_of(kb, "junk.md")
+    assert rows and all(dst in ("outside-kb", "missing-file", "tag-only") for _, _, dst in rows), rows
+    assert ("../../../etc/passwd", "wikilink", "outside-kb") in rows
+    assert ("../outside.md", "markdown", "outside-kb") in rows  # it exists, and is never read
+    assert ("../outside", "embed", "outside-kb") in rows
+    assert all(len(raw) <= 1000 for raw, _, _ in rows)
+    assert links_of(kb, "fine.md") == [("junk", "wikilink", "junk.md")]
+    assert kb.doctor()["ok"]
+    shutil.rmtree(kb.root / ".pinakes")
+    assert not kb.sync().problems  # a rebuild reads the same junk the same way
+
+
+def test_date_id_and_ulid_links_resolve_when_their_note_appears(make_kb) -> None:
+    """A new note re-resolves only the links naming it, including by date, note id or ULID."""
+    ulid = "01JDQ5S8Z6W3K1V9XQ2M4B7N9Z"
+    kb = make_kb({"a.md": f"# A\n\n[[Jan 2nd, 2024]], [[202401021200]], <pnk://{ulid}>, [[Other]]\n"})
+    kb.sync()
+    assert [dst for _, _, dst in links_of(kb, "a.md")] == [
+        "missing-file", "missing-file", "unknown-id", "missing-file"]
+    (kb.root / "journals").mkdir()
+    (kb.root / "journals" / "2024_01_02.md").write_text("- a day\n", "utf-8")
+    (kb.root / "202401021200 Idea.md").write_text("# Idea\n\nsmall\n", "utf-8")
+    (kb.root / "c.md").write_text("# C\n\nc\n", "utf-8")
+    (kb.root / "c.pnk.yaml").write_text(f"id: {ulid}\ntitle: C\n", "utf-8")
+    kb.sync()
+    assert [dst for _, _, dst in links_of(kb, "a.md")] == [
+        "journals/2024_01_02.md", "202401021200 Idea.md", "c.md", "missing-file"]
+
+
+def test_page_properties_are_only_the_first_block_before_any_heading() -> None:
+    from pinakes.markdown import parse_markdown
+
+    page = parse_markdown("title:: Moons\nalias:: satellites\ntags:: sky\n\n- Io [[Jupiter]]\n")
+    assert page.front_matter == {"title": "Moons", "alias": ["satellites"], "tags": ["sky"]}
+    assert page.title == "Moons"
+    # Inline fields further down, or under a heading, are text; YAML front matter wins.
+    for text in ("# Moons\n\nstatus:: done\n", "- Io\n\nstatus:: done\n",
+                 "---\ntitle: Y\n---\nstatus:: done\n"):
+        assert "status" not in parse_markdown(text).front_matter, text
