@@ -29,7 +29,11 @@ under ``abstain_below``), the false-abstain rate (answerable questions whose
 evidence *was* in the top k, abstained on) and ECE, three ways: in-sample (the
 file written), held out by 5-fold cross-validation over the pooled questions,
 and leave-one-set-out (fitted without that golden set at all: the closest to
-a KB the calibration never saw). ``--dry-run`` reports without writing.
+a KB the calibration never saw); beside them the ECE floor (what a perfectly
+calibrated predictor shows on that many questions: per-set ECE on ~90
+questions is read against it, not against zero), and near-miss abstention and
+false-abstain at a few ``abstain_below`` values. ``--dry-run`` reports without
+writing. Delete ``--work`` after a change to what sync stores.
 """
 
 from __future__ import annotations
