@@ -555,7 +555,7 @@ def search_signature(root: Path, queries: list[str], embedder: Any) -> list[Any]
     conn = kb.reader().conn
     out = []
     for q in queries:
-        match = _fts_terms(query_terms(q), kb)
+        match = _fts_terms(query_terms(q), str(kb.config.retrieval["tokenizer"]))
         lexical = sorted(
             (r[0], r[1], round(r[2], 6)) for r in conn.execute(
                 "SELECT d.path, c.start_line, bm25(chunks_fts, ?, ?, ?) FROM chunks_fts "

@@ -375,7 +375,6 @@ def measure(kb: KB, candidate: str, installed: Mapping[str, Any],
     from .errors import PinakesError
     from .evaluation.golden import load_golden, resolve_documents
     from .evaluation.runner import Setting, run_eval
-    from .kb import KB
 
     started = time.perf_counter()
     counts: dict[str, int] = {}
@@ -385,7 +384,7 @@ def measure(kb: KB, candidate: str, installed: Mapping[str, Any],
         decided = verdict_from_metrics(candidate, counts, None)
         if decided["outcome"] == "too-few":
             return record(kb, candidate, installed, decided, counts=counts, by="pnk sync")
-        checker = KB(kb.config)
+        checker = type(kb)(kb.config)  # the KB's own class: this module imports no kb
         checker._embedder = kb._embedder
         try:
             relevant = resolve_documents(checker, gs.questions)

@@ -33,6 +33,9 @@ PROVIDERS: dict[str, dict[str, tuple[str, str]]] = {
         "adopt": ("pinakes-claudekb", "claudekb"),
         "ask": ("pinakes-deep", "deep"),
     },
+    "eval mode": {
+        "deep": ("pinakes-deep", "deep"),
+    },
     "LLM backend": {
         "openai": ("pinakes-deep", "deep"),
         "anthropic": ("pinakes-deep", "deep"),

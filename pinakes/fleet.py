@@ -11,101 +11,23 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import CONFIG_NAME, slugify, user_dir
+from .config import CONFIG_NAME
 from .errors import ConfigError, KBNotFound, PinakesError, UnknownEmbedder
-from .fsutil import atomic_write, remove_stray_temps
 from .kb import KB
+
+# The registry itself (no KB needed to read it, so modules below the KB use it too).
+from .registry import ALL, add, load_fleet, names_for, registry_path, remove  # noqa: F401
 from .search import SearchResult
 from .store import NotSynced
 
 # Errors that make one KB unsearchable without saying anything about the others:
 # a fleet search skips that KB (with a warning naming it) and searches the rest.
 KB_UNAVAILABLE = (NotSynced, UnknownEmbedder, KBNotFound, ConfigError, sqlite3.DatabaseError)
-
-ALL = "all"
-
-
-def registry_path() -> Path:
-    """Where the fleet registry lives."""
-    return user_dir() / "fleet.toml"
-
-
-def load_fleet() -> dict[str, Path]:
-    """Registered KBs by name (empty when there is no registry yet)."""
-    path = registry_path()
-    if not path.exists():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    kbs = data.get("kbs", {})
-    return {str(name): Path(str(entry.get("path", ""))) for name, entry in kbs.items()
-            if isinstance(entry, dict)}
-
-
-def _save(fleet: dict[str, Path]) -> None:
-    lines = ["# Pinakes fleet: knowledge bases by name (edit with `pnk fleet add|remove`).", ""]
-    for name in sorted(fleet):
-        lines.append(f'[kbs."{name}"]')
-        lines.append(f'path = "{_toml_escape(str(fleet[name]))}"')
-        lines.append("")
-    path = registry_path()
-    # No sync looks in the user folder: a registry write killed before its rename would
-    # leave its temp file there for good, so the next write removes a dead writer's.
-    remove_stray_temps(path)
-    atomic_write(path, "\n".join(lines))
-
-
-def _toml_escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def add(name: str, path: str | Path) -> Path:
-    """Register the KB at ``path`` under ``name``; returns its resolved folder."""
-    slug = slugify(name)
-    if slug != name:
-        raise ConfigError(f"fleet names are slugs (lower-case letters, digits, '-'): try {slug!r}")
-    if name == ALL:
-        raise ConfigError("'all' is reserved: it means every KB in the fleet")
-    folder = Path(path).expanduser().resolve()
-    if not (folder / CONFIG_NAME).is_file():
-        raise KBNotFound(f"{folder} is not a knowledge base (no {CONFIG_NAME}; run `pnk init` there)")
-    fleet = load_fleet()
-    if name in fleet and fleet[name] != folder:
-        raise ConfigError(f"{name!r} is already registered for {fleet[name]}; remove it first")
-    fleet[name] = folder
-    _save(fleet)
-    return folder
-
-
-def remove(name: str) -> Path:
-    """Forget ``name`` (its folder is untouched)."""
-    fleet = load_fleet()
-    if name not in fleet:
-        raise KBNotFound(f"no KB named {name!r} in the fleet")
-    folder = fleet.pop(name)
-    _save(fleet)
-    return folder
-
-
-def names_for(root: Path, fleet: dict[str, Path] | None = None) -> list[str]:
-    """Every fleet name registered for the KB folder ``root`` (sorted; usually one)."""
-    fleet = load_fleet() if fleet is None else fleet
-    out = []
-    for name, folder in fleet.items():
-        try:
-            if folder.expanduser().resolve() == root:
-                out.append(name)
-        except OSError:
-            continue
-    return sorted(out)
 
 
 def label(kb: KB) -> str:
@@ -213,7 +135,7 @@ class FleetResult(SearchResult):
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
                 channel: str | None = None, graph_roots: int | None = None,
-                skipped: Sequence[dict[str, str]] = ()) -> FleetResult:
+                skipped: Sequence[dict[str, str]] = (), explain: bool = False) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
     ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
@@ -226,6 +148,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     ``skipped`` as ``{kb, reason}``, and the rest are searched; only when none
     can be is it an error. A single KB that cannot be searched is an error
     naming it. ``skipped`` carries KBs the caller already had to leave out.
+    ``explain``: see :meth:`pinakes.kb.KB.search`; over several KBs the query's
+    explanation is ``{"by_kb": {name: explanation}}`` (each hit keeps its own).
     """
     started = time.perf_counter()
     left_out = list(skipped)
@@ -234,7 +158,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         name = label(kb)
         try:
             result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
-                               graph_roots=graph_roots)
+                               graph_roots=graph_roots, explain=explain)
         except KB_UNAVAILABLE as exc:
             if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
                 cls = type(exc) if isinstance(exc, PinakesError) else NotSynced
@@ -263,6 +187,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         reason=closest.reason if abstained else None, support=closest.support,
         channel_reason=_channel_reasons(results),
         timings_ms={"total": (time.perf_counter() - started) * 1000},
+        explain={"by_kb": {r.kb: r.explain for r in results}} if explain else None,
         skipped=sorted(left_out, key=lambda s: s["kb"]),
     )
 

@@ -67,6 +67,11 @@ def register_graph_channels(register):  # type: ignore[no-untyped-def]
     fused ranking instead of joining it as a third list; with ``"auto"`` (the
     default) the channel's optional ``fusion`` attribute (``"rrf"`` or
     ``"final"``) decides, and a channel without one is fused by RRF.
+    An optional ``explain(context, chunk_ids)`` says why: called after an
+    explained search (``pnk search --explain``; ``context.explain`` was True
+    during ``search``, and ``context.record`` holds what the channel kept),
+    it returns ``{"channel": {...}, "hits": {chunk_id: {...}}}`` of JSON
+    values: the seeds, and per chunk the path that carried its score.
     An optional ``prepare(kb, store, graph)`` builds whatever the channel
     caches per graph generation; long-lived processes (``pnk serve``) call it
     when they start and after each sync, so no query pays for it
@@ -123,6 +128,20 @@ def register_commands(cli):  # type: ignore[no-untyped-def]
     is the top-level :class:`click.Group`; decorate new commands with
     ``@cli.command()``. Keep imports inside the command bodies so a slow or
     broken dependency cannot slow down or break other commands.
+    """
+
+
+@hookspec
+def register_eval_modes(register):  # type: ignore[no-untyped-def]
+    """Offer other ways for ``pnk eval`` to run a golden set (``--deep``: the paid path).
+
+    Call ``register(mode)`` with an object that has a ``name`` (``pnk eval
+    --mode NAME``; ``--deep`` is ``--mode deep``), a one-line ``help`` and
+    ``run(kb, questions, relevant, source, *, json_, yes)``: called once core
+    has opened the KB and loaded (and sampled) the questions, with
+    ``relevant`` mapping each question id to its relevant document keys and
+    ``source`` describing the golden set; it prints its own report (JSON with
+    ``json_``) and must not spend money without asking unless ``yes``.
     """
 
 

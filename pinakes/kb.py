@@ -21,7 +21,7 @@ from .config import CONFIG_NAME, TEMPLATE, Config, load_config, slugify
 from .config import find_kb_root as _find_root
 from .errors import AmbiguousDocument, DocumentNotFound, KBNotFound, UnknownEmbedder
 from .fsutil import atomic_write
-from .search import DenseIndex, SearchResult, hybrid_search
+from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
 from .store import Store
 
@@ -270,9 +270,21 @@ class KB:
         # Imported here: the Markdown parser behind sync is not needed to search,
         # and `pnk search` starts faster without it (docs/performance.md).
         from .channel_choice import refresh
-        from .sync import sync_kb
+        from .sync import SyncInputs, sync_kb
 
-        report = sync_kb(self, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        cfg = self.config
+        inputs = SyncInputs(
+            name=self.name, root=self.root, state_dir=cfg.state_dir, kb=cfg.kb,
+            tokenizer=str(cfg.retrieval["tokenizer"]),
+            batch_size=int(cfg.section("embedding").get("batch_size", 32)),
+            load_embedder=lambda: self.embedder, signature=lambda: self.signature,
+            open_store=lambda rebuild: self.open_store_for_write(rebuild=rebuild),
+            derivers=self.edge_derivers,
+        )
+        try:
+            report = sync_kb(inputs, rebuild=rebuild, progress=progress, lock_wait=lock_wait)
+        finally:
+            self.invalidate()
         if check_channel:  # graph_channel = "auto" with a golden set: is its verdict current?
             report.channel = refresh(self, None if progress is None else
                                      lambda done, total: progress("channel", done, total))
@@ -280,23 +292,57 @@ class KB:
 
     def search(self, query: str, k: int | None = None, entities: Sequence[str] = (),
                concepts: Sequence[str] = (), channel: str | None = None,
-               channels: Sequence[str] | None = None, graph_roots: int | None = None) -> SearchResult:
-        """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval)."""
-        return hybrid_search(self, query, k=k, entities=entities, concepts=concepts, channel=channel,
-                             channels=channels, graph_roots=graph_roots)
+               channels: Sequence[str] | None = None, graph_roots: int | None = None,
+               explain: bool = False) -> SearchResult:
+        """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval).
 
-    def confidence(self, hits: list[Any], lists: Any, cosines: np.ndarray) -> float | None:
+        ``explain``: keep every stage's record, on the result and on each hit
+        (``pnk search --explain``, :mod:`pinakes.explain`); the ranking is the same.
+        """
+        return hybrid_search(self.search_inputs(), query, k=k, entities=entities,
+                             concepts=concepts, channel=channel, channels=channels,
+                             graph_roots=graph_roots, explain=explain)
+
+    def search_inputs(self) -> SearchInputs:
+        """What :func:`pinakes.search.hybrid_search` reads of this KB, and nothing more."""
+        return SearchInputs(
+            name=self.name, retrieval=self.config.retrieval,
+            no_link_hub=[str(p) for p in self.config.kb.get("no_link_hub") or []],
+            embedder=self.embedder, reader=self.reader, dense_index=self.dense_index,
+            memo=self._idf_cache, channels=self.graph_channels,
+            choose_channel=self._choose_channel, confidence=self.confidence, owner=self,
+        )
+
+    def _choose_channel(self, asked: str | None, installed: dict[str, Any]) -> tuple[str, str]:
+        """``(channel, why)`` for one search (``asked``: its own ``--channel``, or None)."""
+        from .channel_choice import channel_in_force
+
+        return channel_in_force(self, asked, installed)
+
+    def confidence(self, hits: list[Any], lists: Any, cosines: np.ndarray,
+                   record: dict[str, Any] | None = None) -> float | None:
         """Calibrated probability that the hits hold the evidence; None when uncalibrated.
 
         Features come from the lists the search already holds (a few NumPy
         reductions and one indexed lookup); see :mod:`pinakes.evaluation.calibration`.
+        ``record`` (``--explain``) receives the features by name and why the
+        confidence is unknown when it is.
         """
         model = self.calibration()
         if model is None or not hits or not model.applies_to(lists):
+            if record is not None:
+                record["unknown"] = ("no calibration in force (none, or one fitted for another "
+                                     "embedder or feature set)" if model is None else
+                                     "the calibration in force was fitted on other lists or "
+                                     "another graph channel")
             return None  # uncalibrated, or a search unlike those it was fitted on
         from .evaluation.calibration import extract_features
 
-        return float(model.predict(extract_features(self, hits, lists, cosines)))
+        features = extract_features(self, hits, lists, cosines)
+        if record is not None:
+            record["features"] = {name: float(v) for name, v in
+                                  zip(model.features, features, strict=False)}
+        return float(model.predict(features))
 
     def status(self) -> dict[str, Any]:
         """Counts and facts about the store, for ``pnk status`` and ``pinakes_kbs``."""

@@ -715,8 +715,7 @@ class FleetLookup:
 
     def others(self) -> list[tuple[str, KB]]:
         if self._others is None:
-            from .fleet import load_fleet
-            from .kb import KB
+            from .registry import load_fleet
 
             self._others = []
             try:
@@ -728,7 +727,8 @@ class FleetLookup:
                 try:
                     if folder.resolve() == self.kb.root:
                         continue
-                    self._others.append((name, KB.open(folder)))
+                    # Opened by the KB's own class: this module needs no import of it.
+                    self._others.append((name, type(self.kb).open(folder)))
                 except Exception:  # noqa: S112 - a broken fleet entry only hides its own targets
                     continue
         return self._others

@@ -99,6 +99,10 @@ class SearchHitOut(BaseModel):
     ranks: dict[str, int | None] = Field(
         description="1-based rank of the chunk in each channel (lexical, dense, graph); null: not in it."
     )
+    explain: dict[str, Any] | None = Field(
+        None, description="With explain: what each stage gave this hit (lexical, dense, fusion, "
+                          "graph with its path, priors); fusion.score + graph.delta + priors.delta = score."
+    )
 
 
 class SkippedOut(BaseModel):
@@ -129,6 +133,10 @@ class SearchOut(BaseModel):
     skipped: list[SkippedOut] = Field(
         default_factory=list,
         description="KBs left out of this search (e.g. never synced); the others were searched.",
+    )
+    explain: dict[str, Any] | None = Field(
+        None, description="With explain: the query's stages (terms kept and dropped, the graph "
+                          "channel in force and its seeds, the confidence's features)."
     )
 
 
@@ -404,8 +412,8 @@ class PinakesServer:
 
     def search(self, query: str, kb: str | None = None, k: int | None = None,
                entities: Sequence[str] = (), concepts: Sequence[str] = (),
-               channel: str | None = None) -> dict[str, Any]:
-        """Hybrid search, capped and fitted to the response budget."""
+               channel: str | None = None, explain: bool = False) -> dict[str, Any]:
+        """Hybrid search, capped and fitted to the response budget (``explain`` included)."""
         if not query.strip():
             raise ToolError("the query is empty")
         kbs = self.pick_many(kb)
@@ -418,7 +426,7 @@ class PinakesServer:
         from .fleet import label
 
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
-                             channel=channel)
+                             channel=channel, explain=explain)
         names = {id(kb_): served for served, kb_ in self.kbs.items()}
         label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
@@ -427,6 +435,7 @@ class PinakesServer:
                 "kb": label_of.get(h.kb, h.kb), "doc_id": h.doc_id, "uri": f"pnk://{h.doc_id}", "title": h.title,
                 "path": h.path, "heading_path": list(h.heading_path), "start_line": h.start_line,
                 "text": h.text, "text_truncated": False, "score": h.score, "ranks": dict(h.ranks),
+                **({"explain": h.explain} if explain else {}),
             })
         out = {
             "query": query,
@@ -442,6 +451,7 @@ class PinakesServer:
             "notes": notes,
             "skipped": [{"kb": label_of.get(s["kb"], s["kb"]), "reason": s["reason"]}
                         for s in result.skipped],
+            **({"explain": result.explain} if explain else {}),
         }
         self._fit_hits(out)
         return out
@@ -728,8 +738,9 @@ class PinakesServer:
             entities: Annotated[list[str] | None, Field(description="Exact names or phrases to boost lexically, e.g. ['BM25', 'Robertson'].")] = None,
             concepts: Annotated[list[str] | None, Field(description="Ideas to blend into the query's meaning, e.g. ['term weighting'].")] = None,
             channel: Annotated[str | None, Field(description="Graph channel: 'off', 'auto' or an installed one such as 'ppr' or 'expand'. Default: the KB's setting (auto: ppr when installed).")] = None,
+            explain: Annotated[bool, Field(description="Also say why each hit is there: each stage's numbers, and the graph's seed and path. Larger answers: use it to debug a ranking, not by default.")] = False,
         ) -> Annotated[CallToolResult, SearchOut]:
-            out = server.search(query, kb, k, entities or (), concepts or (), channel)
+            out = server.search(query, kb, k, entities or (), concepts or (), channel, explain)
             return _result(out, render_search(out))
 
         @guard
@@ -857,12 +868,17 @@ def _notes(out: dict[str, Any]) -> list[str]:
 
 
 def render_search(out: dict[str, Any]) -> str:
+    from .explain import hit_lines, query_lines
+
     n = len(out["hits"])
     head = (f"{n} hit{'s' if n != 1 else ''} for {out['query']!r} in {out['kb']} "
             f"(confidence {out['confidence']}{', abstains' if out['abstained'] else ''})")
     lines = [head]
     if out["abstained"] and out.get("reason"):
         lines.append(f"abstains: {out['reason']}")
+    explained = out.get("explain") or {}
+    for name, one in (explained.get("by_kb") or ({out["kb"]: explained} if explained else {})).items():
+        lines += [f"[{name}] {line}" for line in query_lines(one)]
     for i, h in enumerate(out["hits"], 1):
         heading = " > ".join(h["heading_path"])
         ranks = ", ".join(f"{c} #{r}" for c, r in h["ranks"].items() if r)
@@ -870,6 +886,8 @@ def render_search(out: dict[str, Any]) -> str:
         lines.append(f"{i}. {h['title']} [{h['kb']}] {h['path']}:{h['start_line']}"
                      + (f" § {heading}" if heading else ""))
         lines.append(f"   doc_id {h['doc_id']}  score {h['score']:.4f}  ({ranks or 'no channel'})")
+        if h.get("explain"):
+            lines += [f"   why: {line}" for line in hit_lines(h["explain"])]
         lines.append("   " + h["text"].replace("\n", "\n   "))
     if out["truncated"]:
         lines.append("")

@@ -33,6 +33,7 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,9 @@ from .sidecar import read_sidecar, sidecar_rel_path
 if TYPE_CHECKING:
     from .store import Store
     from .sync import PreparedDoc, SyncReport
+
+#: ``identify(doc, sidecar path, report)``: sync's reading of a sidecar into a document.
+Identify = Callable[["PreparedDoc", Path, "SyncReport"], Any]
 
 #: Least word-trigram Jaccard similarity for a rename with an edit.
 SIMILAR = 0.5
@@ -56,16 +60,17 @@ _WORD = re.compile(r"\w+")
 
 def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, Path]],
                     existing: dict[str, Any], seen: set[str], prepared: list[PreparedDoc],
-                    report: SyncReport, problems: list[tuple[str, str]]) -> dict[str, Any]:
+                    report: SyncReport, problems: list[tuple[str, str]], *,
+                    identify: Identify) -> dict[str, Any]:
     """Give moved documents their old sidecars; see the module docstring.
 
     Returns ``{new path: old row}`` for documents that swapped identities
     between paths that both still exist (the caller treats them as renames);
     plain moves need no answer: the moved sidecar's ULID says it all.
-    ``problems`` receives one (path, message) per ambiguous case.
+    ``problems`` receives one (path, message) per ambiguous case. ``identify``
+    is sync's: it reads a document's identity from the sidecar now beside it
+    (handed in, so this module and sync do not import each other).
     """
-    from .sync import identify
-
     awaiting = [d for d in prepared if d.awaiting]
     gone = [row for path, row in existing.items() if path not in seen] if awaiting else []
     swaps: dict[str, Any] = {}
@@ -83,7 +88,7 @@ def recognise_moves(store: Store, root: Path, mode: str, files: list[tuple[str, 
                and d.sidecar_stat == existing[d.rel]["sidecar_stat"]
                and d.ulid == existing[d.rel]["ulid"]]
     if len(changed) > 1:
-        swaps = _swap(root, existing, changed, report, store.state_dir)
+        swaps = _swap(root, existing, changed, report, store.state_dir, identify)
     return swaps
 
 
@@ -232,7 +237,7 @@ SWAP_JOURNAL = "swap.journal"
 
 
 def _swap(root: Path, existing: dict[str, Any], changed: list[PreparedDoc],
-          report: SyncReport, state_dir: Path) -> dict[str, Any]:
+          report: SyncReport, state_dir: Path, identify: Identify) -> dict[str, Any]:
     """Rotate sidecars among documents that only exchanged contents (cycles of exact matches).
 
     A swap rewrites several sidecars, and no kill between two of those writes
@@ -242,8 +247,6 @@ def _swap(root: Path, existing: dict[str, Any], changed: list[PreparedDoc],
     atomically; then the log is removed. A sync that finds the log left by a
     killed one finishes the swap first (:func:`finish_interrupted_swap`).
     """
-    from .sync import identify
-
     old_hash: dict[str, list[str]] = {}
     for doc in changed:
         old_hash.setdefault(existing[doc.rel]["hash"], []).append(doc.rel)

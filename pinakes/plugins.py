@@ -135,6 +135,7 @@ def registrations() -> dict[str, dict[str, list[str]]]:
         ("register_graph_channels", "name"),
         ("register_llm_backends", "id"),
         ("register_importers", "name"),
+        ("register_eval_modes", "name"),
     ):
         for impl in getattr(pm.hook, hook_name).get_hookimpls():
             collected = _call_register(impl)
@@ -161,6 +162,11 @@ def get_graph_channels() -> dict[str, Any]:
 def get_llm_backends() -> dict[str, Any]:
     """Registered LLM backend classes keyed by ``id``."""
     return _collect("register_llm_backends", lambda b: b.id)
+
+
+def get_eval_modes() -> dict[str, Any]:
+    """Registered ``pnk eval`` modes keyed by ``name`` (``register_eval_modes``)."""
+    return _collect("register_eval_modes", lambda m: m.name)
 
 
 def get_importers() -> dict[str, Any]:

@@ -6,6 +6,15 @@ dense hit down; here a lexical hit contributes in proportion to the share of
 the query's information (IDF-weighted terms) it actually contains, and a dense
 hit below a cosine floor contributes less. An optional graph channel (a
 plugin) adds a third list seeded from the fused top hits.
+
+:func:`hybrid_search` is the pipeline, one small function per stage, each
+taking and returning plain data: :func:`plan_search` (the validated request),
+the query's embedding, :func:`lexical_stage`, :func:`dense_stage`,
+:func:`fusion_stage`, :func:`graph_stage`, :func:`priors_stage`,
+:func:`hits_stage` and :func:`confidence_stage`. With ``explain`` the stages
+keep what they computed (a :class:`Trace`) and :mod:`pinakes.explain` lays it
+out per hit: the explanation is the computation's own numbers. The stages
+read only what :class:`SearchInputs` hands them, never the KB object.
 """
 
 from __future__ import annotations
@@ -14,23 +23,22 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .channel_choice import channel_in_force
 from .config import GRAPH_FUSIONS
 from .errors import QueryError
 from .fsutil import matches_any
 from .links import NO_HUB
 from .quant import dequantise
 from .quant import scores as quant_scores
-from .text import CJK_RE, fts_phrase, fts_query, query_terms, term_pattern
-
-if TYPE_CHECKING:
-    from .kb import KB
+from .termstats import chunk_count as _chunk_count
+from .termstats import fts_terms as _fts_terms
+from .termstats import idf as _idf
+from .text import CJK_RE, fts_phrase, query_terms, term_pattern
 
 MAX_K = 50
 BM25_WEIGHTS = (4.0, 2.0, 1.0)  # title, heading path, body
@@ -53,10 +61,14 @@ class Hit:
     ordinal: int
     start_line: int
     kb: str = ""
+    #: With ``explain``: what each stage of the pipeline gave this chunk (pinakes.explain).
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["highlights"] = [list(h) for h in self.highlights]
+        if self.explain is None:
+            del d["explain"]
         return d
 
 
@@ -80,6 +92,8 @@ class SearchResult:
     support: dict[str, Any] | None = None
     #: Why this channel, in one line starting with it (pinakes.channel_choice).
     channel_reason: str = ""
+    #: With ``explain``: the stages' records for the whole query (pinakes.explain).
+    explain: dict[str, Any] | None = None
 
     @property
     def notice(self) -> str | None:
@@ -105,6 +119,7 @@ class SearchResult:
             "support": self.support,
             "hits": [h.to_dict() for h in self.hits],
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            **({"explain": self.explain} if self.explain is not None else {}),
         }
 
 
@@ -160,7 +175,7 @@ class DenseIndex:
 class ChannelContext:
     """What a graph channel receives (see ``register_graph_channels``)."""
 
-    kb: KB
+    kb: Any  # the KB searched (channels ask it for ``graph_index(store)``)
     store: Any
     query: str
     query_vector: np.ndarray
@@ -171,10 +186,18 @@ class ChannelContext:
     #: The hybrid's whole fused list ``(chunk id, score)``, best first: a channel that
     #: returns a final ranking blends its evidence with these scores.
     fused: list[tuple[int, float]] | None = None
+    #: True when the caller asked why each hit is there (``pnk search --explain``): a
+    #: channel may then keep what its optional ``explain(context, chunk_ids)`` reads.
+    explain: bool = False
+    #: Free for the channel: what its search kept for ``explain`` (per search, not shared).
+    record: dict[str, Any] = field(default_factory=dict)
+    #: The query's terms and their IDF over chunks, as the lexical stage computed them
+    #: (None when it did not run): a channel need not count them again.
+    term_idf: dict[str, float] | None = None
 
 
-class _Lists:
-    """The ranked candidate lists of one query, by channel name."""
+class Lists:
+    """The ranked candidate lists of one query, by channel name (what fusion and calibration read)."""
 
     def __init__(self) -> None:
         self.ranked: dict[str, list[int]] = {}
@@ -187,43 +210,474 @@ class _Lists:
         self.support: Any = None  # pinakes.support.Support, once the confidence has assessed it
 
 
-def _chunk_count(kb: KB, conn: Any, generation: int, held: int) -> int:
-    """Chunks in the store (for IDF), cached per generation.
+@dataclass
+class SearchInputs:
+    """What one search reads, handed over by its KB (:meth:`pinakes.kb.KB.search`).
 
-    Not the number of vectors: while a first sync is still embedding, chunks
-    without one are searchable lexically and count for IDF all the same.
+    The pipeline below reaches for nothing else: a store, an embedder, a config
+    mapping and a few callables, so it can be read (and tested) without the KB
+    object, and the KB stays the one place that knows how they are made.
     """
-    cache = kb._idf_cache
-    if cache.get("generation") != generation:
-        cache.clear()
-        cache["generation"] = generation
-    n = cache.get("_chunks")
-    if n is None:
-        n = cache["_chunks"] = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    return max(1, n, held)
+
+    name: str  # the KB's name, put on every hit
+    retrieval: Mapping[str, Any]  # [retrieval]
+    no_link_hub: Sequence[str]  # [kb] no_link_hub: pages the index prior skips
+    embedder: Any
+    reader: Callable[[], Any]  # the read Store (reopened by the KB after a rebuild)
+    dense_index: Callable[[Any], DenseIndex]  # the store's vectors, per generation
+    memo: dict[str, Any]  # per-generation caches: IDF, link statistics, index pages
+    channels: Callable[[], Mapping[str, Any]]  # installed graph channels
+    #: (asked, installed) -> (channel, why): the search's own channel (None: the KB's
+    #: setting) to the one in force, "auto" decided (pinakes.channel_choice).
+    choose_channel: Callable[[str | None, Mapping[str, Any]], tuple[str, str]]
+    confidence: Callable[..., float | None]  # (hits, lists, cosines[, record]) -> P(covered)
+    owner: Any = None  # what a channel sees as ``context.kb``
 
 
-def _idf(kb: KB, conn: Any, generation: int, terms: list[str], total: int) -> dict[str, float]:
-    """IDF of each term over chunks, cached per store generation."""
-    cache = kb._idf_cache
-    if cache.get("generation") != generation:
-        cache.clear()
-        cache["generation"] = generation
-    # Document frequencies by term, in their own table: a term such as "generation"
-    # must not collide with the cache's own keys.
-    dfs = cache.setdefault("_df", {})
-    out = {}
-    for t in terms:
-        df = dfs.get(t)
-        if df is None:
-            match = _fts_terms([t], kb)
-            # A term the tokenizer cannot match (trigram: under 3 characters) has no df.
-            df = int(conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
-            ).fetchone()[0]) if match else 0
-            dfs[t] = df
-        out[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+@dataclass
+class Plan:
+    """Stage 0's record: the validated request and the settings every later stage runs with."""
+
+    query: str
+    k: int
+    entities: list[str]
+    concepts: list[str]
+    requested: str  # the channel asked for ("auto", "off", a name)
+    channel: str  # the channel in force, or "off"
+    channel_reason: str  # why, in one line starting with the channel
+    graph: Any  # its object, None when off
+    fuse_lists: tuple[str, ...]  # which of lexical, dense fuse
+    roots_k: int  # fused hits that seed the channel
+    fusion: str  # how a channel's list joins: "rrf" or "final"
+    n_cand: int  # candidates per list
+    rrf_k: float
+    weights: dict[str, float]  # each list's weight in fusion
+    cfg: Mapping[str, Any]
+    explain: bool = False
+
+    @property
+    def tokenizer(self) -> str:
+        return str(self.cfg["tokenizer"])
+
+
+@dataclass
+class LexicalList:
+    """The lexical stage's record: BM25 candidates, each weighed by the query terms it holds."""
+
+    terms: list[str]  # the query's terms (stop words dropped)
+    ids: list[int] | None = None  # ranked chunk ids; None when the stage did not run
+    weights: dict[int, float] = field(default_factory=dict)  # what each rank counts in fusion
+    coverage: dict[int, float] = field(default_factory=dict)  # share of the query's IDF mass held
+    texts: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # title, heading, body
+    idf: dict[str, float] = field(default_factory=dict)  # every term's (channels read it too)
+    # Kept for --explain only:
+    kept: list[str] = field(default_factory=list)  # the terms FTS5 matched (the selective ones)
+    bm25: dict[int, float] = field(default_factory=dict)  # FTS5's bm25() (lower is better)
+    entity_hits: dict[int, int] = field(default_factory=dict)  # entity phrases each chunk holds
+
+
+@dataclass
+class DenseList:
+    """The dense stage's record: every chunk's cosine, and the best candidates weighed."""
+
+    cosines: np.ndarray  # aligned with ``row_ids`` (graph channels start from it)
+    ids: list[int] | None = None  # ranked chunk ids; None without vectors
+    weights: dict[int, float] = field(default_factory=dict)
+    row_ids: np.ndarray | None = None  # the dense index's chunk ids (sorted), for lookups
+
+
+@dataclass
+class Trace:
+    """What the fusion, graph and priors stages did per chunk; kept only for ``--explain``."""
+
+    terms: dict[int, dict[str, float]] = field(default_factory=dict)  # chunk -> list -> RRF term
+    lift: dict[int, float] = field(default_factory=dict)  # document-evidence lift
+    fused: dict[int, float] = field(default_factory=dict)  # score after fusion (+ lift)
+    context: ChannelContext | None = None
+    graph_hits: list[tuple[int, float]] = field(default_factory=list)
+    refused: dict[int, dict[str, float]] = field(default_factory=dict)  # the 3-list RRF terms
+    final: dict[str, float] = field(default_factory=dict)  # "final" fusion's scale
+    after_graph: dict[int, float] = field(default_factory=dict)
+    priors: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
+                  entities: Sequence[str] = (), concepts: Sequence[str] = (),
+                  channel: str | None = None, channels: Sequence[str] | None = None,
+                  graph_roots: int | None = None, explain: bool = False) -> SearchResult:
+    """Search one KB: the pipeline below, stage by stage (docs/design.md, "Retrieval").
+
+    ``channels`` restricts which of the ``lexical`` and ``dense`` lists fuse
+    (default both): ``pnk eval`` compares BM25-only and dense-only this way
+    through the very same code path. ``graph_roots`` is how many fused hits
+    seed the graph channel (default ``k``), so a caller can ask for a longer
+    list without changing what the channel is given. ``explain`` keeps each
+    stage's record and puts it on the result and its hits (:mod:`pinakes.explain`).
+    """
+    plan = plan_search(src, query, k, entities, concepts, channel, channels, graph_roots, explain)
+    trace = Trace() if plan.explain else None
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    pending = start_query_embedding(src.embedder, plan, timings)
+    store = src.reader()
+    with store.snapshot() as conn:
+        dense = src.dense_index(store)
+        embedding = _embedding_progress(store, len(dense.ids))
+        total = _chunk_count(src.memo, conn, dense.generation, len(dense.ids))
+        lexical = _timed(timings, "lexical", lexical_stage, conn, plan, src.memo, dense.generation,
+                         total)
+        qv = query_vector(pending, timings)
+        semantic = _timed(timings, "dense", dense_stage, dense, qv, plan)
+        lists = candidate_lists(lexical, semantic, plan)
+        lists.query, lists.generation = plan.query, dense.generation
+        fused = fusion_stage(conn, lists, plan, trace)
+        if plan.graph is not None:
+            ctx = ChannelContext(
+                kb=src.owner, store=store, query=plan.query, query_vector=qv,
+                cosines=semantic.cosines, dense=dense, roots=[c for c, _ in fused[:plan.roots_k]],
+                config=dict(plan.cfg), fused=list(fused[:plan.n_cand]), explain=plan.explain,
+                term_idf=lexical.idf or None)
+            fused = _timed(timings, "graph", graph_stage, ctx, fused, lists, plan, trace)
+        fused = priors_stage(conn, fused, plan, src, dense.generation, trace)
+        hits = hits_stage(conn, fused[:plan.k], lexical, lists, plan, src.name)
+        report = explain_report(plan, lexical, semantic, lists, trace, hits, src.memo)
+    confidence = confidence_stage(src, hits, lists, semantic.cosines, report)
+    abstained = confidence is not None and confidence < float(plan.cfg["abstain_below"])
+    support = lists.support  # what the confidence found the question asks (pinakes.support)
+    reason = support.reason() if abstained and support is not None else None
+    if report is not None and "confidence" in report:
+        report["confidence"].update(abstained=abstained, reason=reason)
+    timings["total"] = (time.perf_counter() - t0) * 1000
+    return SearchResult(plan.query, src.name, hits, confidence, abstained, plan.channel, timings,
+                        embedding=embedding, channel_reason=plan.channel_reason, reason=reason,
+                        support=support.to_dict() if support is not None else None,
+                        explain=report)
+
+
+def _timed(timings: dict[str, float], key: str, stage: Callable[..., Any], *args: Any) -> Any:
+    """Run one stage and record its wall time (ms) under ``key``."""
+    t = time.perf_counter()
+    out = stage(*args)
+    timings[key] = (time.perf_counter() - t) * 1000
     return out
+
+
+# --- stage 0: the plan ------------------------------------------------------------------
+
+
+def plan_search(src: SearchInputs, query: str, k: int | None, entities: Sequence[str],
+                concepts: Sequence[str], channel: str | None, channels: Sequence[str] | None,
+                graph_roots: int | None, explain: bool = False) -> Plan:
+    """Validate the request and fix every setting the search runs with (one clear error each)."""
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError("the query is empty")
+    # A lone surrogate (a non-UTF-8 byte in argv, "\ud800" in an agent's JSON) would make the
+    # tokenizer raise; it cannot be a word anyway.
+    query = _utf8(query)
+    cfg = src.retrieval
+    k = int(k or cfg["k"])
+    if k < 1:
+        raise QueryError("k must be at least 1")
+    k = min(k, MAX_K)
+    requested = channel if channel is not None else str(cfg["graph_channel"])
+    name, graph, reason = resolve_channel(src, requested, channel)
+    fuse_lists = ("lexical", "dense") if channels is None else tuple(dict.fromkeys(channels))
+    if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
+        raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
+    weights = {"lexical": float(cfg["lexical_weight"]), "dense": float(cfg["dense_weight"]),
+               "graph": float(cfg["graph_weight"])}
+    return Plan(query=query, k=k, entities=[_utf8(e) for e in entities],
+                concepts=[_utf8(c) for c in concepts], requested=requested, channel=name,
+                channel_reason=reason, graph=graph, fuse_lists=fuse_lists, roots_k=min(int(graph_roots or k), MAX_K),
+                fusion=_fusion_mode(cfg, graph), n_cand=max(int(cfg["candidates"]), k),
+                rrf_k=float(cfg["rrf_k"]), weights=weights, cfg=cfg, explain=bool(explain))
+
+
+def resolve_channel(src: SearchInputs, requested: str, asked: str | None = None
+                    ) -> tuple[str, Any, str]:
+    """``(name, channel object, why)`` of the graph channel in force; ``("off", None, why)``.
+
+    ``requested``: the channel asked for, or the KB's setting; ``asked``: the
+    search's own (None when it asked for none), which says why.
+    """
+    # One collection of the channel table per search ("auto" reads the same), none when off.
+    installed = src.channels() if requested not in ("", "off", "none") else {}
+    name, reason = src.choose_channel(asked, installed)
+    if name in ("", "off", "none"):
+        return "off", None, reason
+    if name not in installed:
+        from .extras import not_installed
+
+        known = ", ".join(sorted(installed)) or "none installed"
+        raise QueryError(not_installed("graph channel", name)
+                         or f"unknown graph channel {name!r} (available: {known})")
+    return name, installed[name], reason
+
+
+def _fusion_mode(cfg: Mapping[str, Any], graph: Any) -> str:
+    """How the channel's list joins the ranking: ``"rrf"`` (a third list) or ``"final"``."""
+    fusion = str(cfg.get("graph_fusion", "auto"))
+    if fusion not in GRAPH_FUSIONS:
+        raise QueryError(f"graph_fusion must be one of {', '.join(GRAPH_FUSIONS)} (got {fusion!r})")
+    if fusion == "auto":
+        # The channel knows which combination its numbers favour (ppr: final).
+        fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
+    return "final" if fusion == "blend" else fusion  # a blending channel returns its final ranking
+
+
+# --- stage 1: the query's embedding (in the background while FTS5 runs) ----------------
+
+
+def embed_query(embedder: Any, plan: Plan, timings: dict[str, float]) -> np.ndarray:
+    """The query's vector, ``--concept`` phrases blended in; its time goes to ``embed``."""
+    te = time.perf_counter()
+    qv = embedder.embed_query(plan.query)
+    if plan.concepts:
+        cv = np.mean([embedder.embed_query(c) for c in plan.concepts], axis=0)
+        qv = qv + float(plan.cfg["concept_weight"]) * cv
+        qv = (qv / (np.linalg.norm(qv) or 1.0)).astype(np.float32)
+    timings["embed"] = (time.perf_counter() - te) * 1000
+    return qv
+
+
+def start_query_embedding(embedder: Any, plan: Plan, timings: dict[str, float]) -> Any:
+    """A future of the query's vector, or the vector itself for an embedder not thread-safe.
+
+    The query embedding (ONNX Runtime) and the FTS5 query (SQLite) both release
+    the GIL, so a thread-safe embedder embeds while the lexical list is built.
+    """
+    pending = _embed_in_background(embedder, lambda: embed_query(embedder, plan, timings))
+    return pending if pending is not None else embed_query(embedder, plan, timings)
+
+
+def query_vector(pending: Any, timings: dict[str, float]) -> np.ndarray:
+    """The vector :func:`start_query_embedding` started; the wait goes to ``embed_wait``."""
+    if isinstance(pending, np.ndarray):
+        return pending
+    tw = time.perf_counter()
+    qv = pending.result()
+    timings["embed_wait"] = (time.perf_counter() - tw) * 1000
+    return qv
+
+
+# --- stage 2: lexical ------------------------------------------------------------------
+
+
+def lexical_stage(conn: Any, plan: Plan, memo: dict[str, Any], generation: int,
+                  total: int) -> LexicalList:
+    """FTS5 BM25 candidates, ``--entity`` phrases first, each weighed by its query-term coverage."""
+    cfg = plan.cfg
+    out = LexicalList(query_terms(plan.query, cjk_bigrams=plan.tokenizer != "trigram"))
+    if not out.terms or "lexical" not in plan.fuse_lists:
+        return out
+    idf = _idf(memo, conn, generation, out.terms, total, plan.tokenizer)
+    kept = _selective_terms(memo, out.terms, total, cfg)
+    match = _fts_terms(kept, plan.tokenizer)
+    rows = conn.execute(
+        "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+        (*BM25_WEIGHTS, match, plan.n_cand),
+    ).fetchall() if match else []
+    ids = [int(r[0]) for r in rows]
+    ent_count = _entity_matches(conn, plan.entities, plan.n_cand)
+    if ent_count:
+        order = {cid: i for i, cid in enumerate(ids)}
+        pool = set(ids) | set(ent_count)
+        ids = sorted(pool, key=lambda c: (-ent_count.get(c, 0), order.get(c, plan.n_cand)))
+        ids = ids[:plan.n_cand]
+    out.texts = _chunk_texts(conn, ids)
+    out.coverage = _coverage(ids, out.texts, out.terms, idf)
+    weights = _lexical_weights(out.coverage, ids, str(cfg.get("lexical_coverage", "hit")),
+                               float(cfg.get("lexical_coverage_power", 1.0)))
+    for cid, n in ent_count.items():
+        if cid in weights:
+            # The caller named this exact phrase: an explicit, strong signal.
+            weights[cid] = 1.0 + n
+    out.ids, out.weights, out.idf = ids, weights, idf
+    if plan.explain:
+        out.kept, out.entity_hits = kept, ent_count
+        out.bm25 = {int(r[0]): float(r[1]) for r in rows}
+    return out
+
+
+def _entity_matches(conn: Any, entities: Sequence[str], limit: int) -> dict[int, int]:
+    """How many of the ``--entity`` phrases each chunk holds (exact phrases, best BM25 first)."""
+    count: dict[int, int] = {}
+    for ent in entities:
+        phrase = fts_phrase(ent)
+        if not phrase:
+            continue
+        for r in conn.execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
+            (phrase, *BM25_WEIGHTS, limit),
+        ):
+            count[int(r[0])] = count.get(int(r[0]), 0) + 1
+    return count
+
+
+def _coverage(ids: list[int], texts: dict[int, tuple[str, str, str]], terms: list[str],
+              idf: dict[str, float]) -> dict[int, float]:
+    """Each candidate's share of the query's IDF mass: the IDF of the terms its text holds."""
+    mass = sum(idf.values()) or 1.0
+    patterns = {t: term_pattern(t) for t in terms}
+    out: dict[int, float] = {}
+    for cid in ids:
+        title, heading, body = texts.get(cid, ("", "", ""))
+        hay = f"{title}\n{heading}\n{body}"
+        out[cid] = sum(idf[t] for t, p in patterns.items() if p.search(hay)) / mass
+    return out
+
+
+# --- stage 3: dense --------------------------------------------------------------------
+
+
+def dense_stage(dense: DenseIndex, qv: np.ndarray, plan: Plan) -> DenseList:
+    """Every chunk's cosine (kept whole: channels start from it), and the best candidates weighed."""
+    if not len(dense.ids):
+        return DenseList(np.zeros(0, dtype=np.float32), row_ids=dense.ids)
+    # Integer kernel over the quantised matrix, the top 2 x candidates re-scored with
+    # the float query.
+    cosines = dense.cosines(qv, rescore=2 * plan.n_cand)
+    n = min(plan.n_cand, len(cosines))
+    top = np.argpartition(-cosines, n - 1)[:n]
+    top = top[np.argsort(-cosines[top], kind="stable")]
+    weights = _dense_weights(dense.ids[top], cosines[top], float(plan.cfg["dense_floor"]),
+                             float(plan.cfg["dense_temperature"]))
+    return DenseList(cosines, [int(x) for x in dense.ids[top]], weights, dense.ids)
+
+
+def candidate_lists(lexical: LexicalList, dense: DenseList, plan: Plan) -> Lists:
+    """The lists that fuse: lexical and dense unless ``channels`` left one out."""
+    lists = Lists()
+    if lexical.ids is not None:
+        lists.coverage = lexical.coverage
+        lists.ranked["lexical"] = lexical.ids
+        lists.weight["lexical"] = lexical.weights
+    if dense.ids is not None and "dense" in plan.fuse_lists:
+        lists.ranked["dense"] = dense.ids
+        lists.weight["dense"] = dense.weights
+    return lists
+
+
+# --- stage 4: fusion -------------------------------------------------------------------
+
+
+def fusion_stage(conn: Any, lists: Lists, plan: Plan, trace: Trace | None) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion of the lists, then the document-evidence lift."""
+    fused = _fuse(lists, plan.weights, plan.rrf_k, trace.terms if trace else None)
+    weight = float(plan.cfg.get("doc_evidence", 0.0))
+    if weight > 0:
+        fused = _doc_evidence(conn, fused, lists, weight, trace.lift if trace else None)
+    lists.hybrid_top = fused[0][1] if fused else None
+    lists.channel = plan.channel
+    if trace is not None:
+        trace.fused = dict(fused)
+    return fused
+
+
+# --- stage 5: the graph channel --------------------------------------------------------
+
+
+def graph_stage(ctx: ChannelContext, fused: list[tuple[int, float]], lists: Lists, plan: Plan,
+                trace: Trace | None) -> list[tuple[int, float]]:
+    """The channel's list, seeded from the fused top: a third RRF list, or the final ranking.
+
+    An empty list (a sparse graph, nothing to add) leaves the two-list search
+    exactly as it was: no "graph" list, so the calibration still applies.
+    """
+    graph_hits = (plan.graph.search(ctx) or [])[:plan.n_cand]
+    if trace is not None:
+        trace.context, trace.graph_hits = ctx, list(graph_hits)
+    if not graph_hits:
+        return fused
+    lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits]
+    # Evidence weighting again: a chunk the channel scores far below its best
+    # (a weak hub spoke next to an authored link) counts for less.
+    top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
+    lists.weight["graph"] = {
+        int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
+        for cid, sc in graph_hits
+    }
+    fused = _fuse(lists, plan.weights, plan.rrf_k, trace.refused if trace else None)
+    if plan.fusion == "final":
+        fused = _final_ranking(graph_hits, fused, trace.final if trace else None)
+    return fused
+
+
+# --- stage 6: priors -------------------------------------------------------------------
+
+
+def priors_stage(conn: Any, fused: list[tuple[int, float]], plan: Plan, src: SearchInputs,
+                 generation: int, trace: Trace | None) -> list[tuple[int, float]]:
+    """The cheap document priors (salience, link distance, index pages), when any is on."""
+    if trace is not None:
+        trace.after_graph = dict(fused)
+    cfg = plan.cfg
+    if not (float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"])
+            or float(cfg["index_prior"])):
+        return fused
+    return _apply_priors(src.memo, conn, generation, fused[:plan.n_cand], cfg, plan.rrf_k,
+                         list(src.no_link_hub), trace.priors if trace else None)
+
+
+# --- stage 7: hits ---------------------------------------------------------------------
+
+
+def hits_stage(conn: Any, top: list[tuple[int, float]], lexical: LexicalList, lists: Lists,
+               plan: Plan, kb_name: str) -> list[Hit]:
+    """The top chunks as :class:`Hit` objects: text, snippet, highlights and every list's rank."""
+    texts = lexical.texts
+    missing = [cid for cid, _ in top if cid not in texts]
+    texts.update(_chunk_texts(conn, missing))
+    details = _chunk_details(conn, [cid for cid, _ in top])
+    rank_of = {name: {cid: i + 1 for i, cid in enumerate(ids)} for name, ids in lists.ranked.items()}
+    snippet_terms = lexical.terms + [t for e in plan.entities
+                                     for t in query_terms(e, keep_stopwords=True)]
+    hits = []
+    for cid, score in top:
+        d = details[cid]
+        body = texts[cid][2]
+        snippet, spans = make_snippet(body, snippet_terms)
+        hits.append(Hit(
+            doc_id=d["ulid"], title=d["title"], path=d["path"],
+            heading_path=json.loads(d["heading_path"]), text=body, snippet=snippet,
+            highlights=spans, score=round(score, 6),
+            ranks={name: rank_of[name].get(cid) for name in lists.ranked},
+            chunk_id=cid, ordinal=d["ordinal"], start_line=d["start_line"], kb=kb_name,
+        ))
+    return hits
+
+
+# --- stage 8: confidence ---------------------------------------------------------------
+
+
+def confidence_stage(src: SearchInputs, hits: list[Hit], lists: Lists, cosines: np.ndarray,
+                     report: dict[str, Any] | None) -> float | None:
+    """The calibrated probability that the hits hold the evidence (None: uncalibrated)."""
+    if not hits:
+        return None
+    if report is None:
+        return src.confidence(hits, lists, cosines)
+    record: dict[str, Any] = {}
+    value = src.confidence(hits, lists, cosines, record=record)
+    report["confidence"] = {"value": value, "abstain_below": float(src.retrieval["abstain_below"]),
+                            **record}
+    return value
+
+
+def explain_report(plan: Plan, lexical: LexicalList, dense: DenseList, lists: Lists,
+                   trace: Trace | None, hits: list[Hit], memo: dict[str, Any]
+                   ) -> dict[str, Any] | None:
+    """With ``explain``: the stages' records, per query and on each hit (:mod:`pinakes.explain`)."""
+    if trace is None:
+        return None
+    from .explain import assemble
+
+    return assemble(plan, lexical, dense, lists, trace, hits, memo.get("_df", {}))
+
+
+# --- helpers of the stages -------------------------------------------------------------
 
 
 def _utf8(text: str) -> str:
@@ -245,7 +699,8 @@ LEXICAL_COMMON_SHARE = 1.0
 LEXICAL_COMMON_MIN_DF = 500
 
 
-def _selective_terms(kb: KB, terms: list[str], total: int, cfg: dict[str, Any]) -> list[str]:
+def _selective_terms(memo: dict[str, Any], terms: list[str], total: int,
+                     cfg: Mapping[str, Any]) -> list[str]:
     """The query terms worth a MATCH: those in at most ``lexical_common_share`` of chunks.
 
     FTS5 computes ``bm25()`` for every row matching any term before it sorts, so
@@ -258,7 +713,7 @@ def _selective_terms(kb: KB, terms: list[str], total: int, cfg: dict[str, Any]) 
     share = float(cfg.get("lexical_common_share", LEXICAL_COMMON_SHARE))
     if share >= 1.0 or len(terms) < 2:
         return terms
-    dfs = kb._idf_cache.get("_df", {})
+    dfs = memo.get("_df", {})
     # Both a share and an absolute floor: scoring a few hundred rows is cheap, so
     # a small KB keeps every term (and its exact BM25 ranking).
     limit = max(share * total, float(cfg.get("lexical_common_min_df", LEXICAL_COMMON_MIN_DF)))
@@ -268,245 +723,6 @@ def _selective_terms(kb: KB, terms: list[str], total: int, cfg: dict[str, Any]) 
         # Every term that occurs is common: the rarest of them still matches.
         keep.append(min((t for t in terms if t not in keep), key=lambda t: df[t]))
     return keep
-
-
-def _fts_terms(terms: list[str], kb: KB) -> str:
-    if kb.config.retrieval["tokenizer"] == "trigram":
-        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if len(t) >= 3)
-    return fts_query(terms)
-
-
-def hybrid_search(
-    kb: KB,
-    query: str,
-    k: int | None = None,
-    entities: Sequence[str] = (),
-    concepts: Sequence[str] = (),
-    channel: str | None = None,
-    channels: Sequence[str] | None = None,
-    graph_roots: int | None = None,
-) -> SearchResult:
-    """Search one KB. See the module docstring for the pipeline.
-
-    ``channels`` restricts which of the ``lexical`` and ``dense`` lists fuse
-    (default both): ``pnk eval`` compares BM25-only and dense-only this way
-    through the very same code path. ``graph_roots`` is how many fused hits
-    seed the graph channel (default ``k``), so a caller can ask for a longer
-    list without changing what the channel is given.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise QueryError("the query is empty")
-    # A lone surrogate (a non-UTF-8 byte in argv, "\ud800" in an agent's JSON) would make the
-    # tokenizer raise; it cannot be a word anyway.
-    query, entities, concepts = _utf8(query), [_utf8(e) for e in entities], [_utf8(c) for c in concepts]
-    cfg = kb.config.retrieval
-    k = int(k or cfg["k"])
-    if k < 1:
-        raise QueryError("k must be at least 1")
-    k = min(k, MAX_K)
-    requested = channel if channel is not None else str(cfg["graph_channel"])
-    # One collection of the channel table per search ("auto" reads the same), none when off.
-    installed = kb.graph_channels() if requested not in ("", "off", "none") else {}
-    # Which channel, and why (auto: this KB's golden-set verdict, read from a cached file).
-    channel_name, channel_reason = channel_in_force(kb, channel, installed)
-    graph = None
-    if channel_name not in ("", "off", "none"):
-        if channel_name not in installed:
-            from .extras import not_installed
-
-            known = ", ".join(sorted(installed)) or "none installed"
-            raise QueryError(not_installed("graph channel", channel_name)
-                             or f"unknown graph channel {channel_name!r} (available: {known})")
-        graph = installed[channel_name]
-    else:
-        channel_name = "off"
-    fuse_lists = ("lexical", "dense") if channels is None else tuple(dict.fromkeys(channels))
-    if not fuse_lists or any(c not in ("lexical", "dense") for c in fuse_lists):
-        raise QueryError(f"channels must be a non-empty subset of lexical, dense (got {channels!r})")
-    roots_k = min(int(graph_roots or k), MAX_K)
-    fusion = str(cfg.get("graph_fusion", "auto"))
-    if fusion not in GRAPH_FUSIONS:
-        raise QueryError(f"graph_fusion must be one of {', '.join(GRAPH_FUSIONS)} (got {fusion!r})")
-    if fusion == "auto":
-        # The channel knows which combination its numbers favour (ppr: final).
-        fusion = str(getattr(graph, "fusion", "rrf")) if graph is not None else "rrf"
-    if fusion == "blend":
-        fusion = "final"  # a blending channel returns its final, already blended, ranking
-    n_cand = max(int(cfg["candidates"]), k)
-    rrf_k = float(cfg["rrf_k"])
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    embedder = kb.embedder
-
-    def embed() -> np.ndarray:
-        te = time.perf_counter()
-        qv = embedder.embed_query(query)
-        if concepts:
-            cv = np.mean([embedder.embed_query(c) for c in concepts], axis=0)
-            qv = qv + float(cfg["concept_weight"]) * cv
-            qv = (qv / (np.linalg.norm(qv) or 1.0)).astype(np.float32)
-        timings["embed"] = (time.perf_counter() - te) * 1000
-        return qv
-
-    # The query embedding (ONNX Runtime) and the FTS5 query (SQLite) both release
-    # the GIL, so a thread-safe embedder embeds while the lexical list is built.
-    pending = _embed_in_background(embedder, embed)
-    qv = None if pending is not None else embed()
-
-    store = kb.reader()
-    with store.snapshot() as conn:
-        dense = kb.dense_index(store)
-        generation = dense.generation
-        embedding = _embedding_progress(store, len(dense.ids))
-        total = _chunk_count(kb, conn, generation, len(dense.ids))
-        lists = _Lists()
-        lists.query, lists.generation = query, generation
-
-        # 1. Lexical.
-        t1 = time.perf_counter()
-        terms = query_terms(query, cjk_bigrams=cfg["tokenizer"] != "trigram")
-        texts: dict[int, tuple[str, str, str]] = {}
-        if terms and "lexical" in fuse_lists:
-            idf = _idf(kb, conn, generation, terms, total)
-            match = _fts_terms(_selective_terms(kb, terms, total, cfg), kb)
-            rows = (
-                conn.execute(
-                    "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
-                    "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-                    (*BM25_WEIGHTS, match, n_cand),
-                ).fetchall()
-                if match
-                else []
-            )
-            lex_ids = [int(r[0]) for r in rows]
-            ent_count: dict[int, int] = {}
-            for ent in entities:
-                phrase = fts_phrase(ent)
-                if not phrase:
-                    continue
-                for r in conn.execute(
-                    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    "ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
-                    (phrase, *BM25_WEIGHTS, n_cand),
-                ):
-                    ent_count[int(r[0])] = ent_count.get(int(r[0]), 0) + 1
-            if ent_count:
-                order = {cid: i for i, cid in enumerate(lex_ids)}
-                pool = set(lex_ids) | set(ent_count)
-                lex_ids = sorted(pool, key=lambda c: (-ent_count.get(c, 0), order.get(c, n_cand)))
-                lex_ids = lex_ids[:n_cand]
-            texts = _chunk_texts(conn, lex_ids)
-            mass = sum(idf.values()) or 1.0
-            patterns = {t: term_pattern(t) for t in terms}
-            for cid in lex_ids:
-                title, heading, body = texts.get(cid, ("", "", ""))
-                hay = f"{title}\n{heading}\n{body}"
-                covered = sum(idf[t] for t, p in patterns.items() if p.search(hay))
-                lists.coverage[cid] = covered / mass
-            weights = _lexical_weights(lists.coverage, lex_ids, str(cfg.get("lexical_coverage", "hit")),
-                                       float(cfg.get("lexical_coverage_power", 1.0)))
-            for cid, n in ent_count.items():
-                if cid in weights:
-                    # The caller named this exact phrase: an explicit, strong signal.
-                    weights[cid] = 1.0 + n
-            lists.ranked["lexical"] = lex_ids
-            lists.weight["lexical"] = weights
-        timings["lexical"] = (time.perf_counter() - t1) * 1000
-
-        if pending is not None:
-            tw = time.perf_counter()
-            qv = pending.result()
-            timings["embed_wait"] = (time.perf_counter() - tw) * 1000
-        assert qv is not None
-
-        # 2. Dense.
-        t2 = time.perf_counter()
-        if len(dense.ids):
-            # Kept even when dense does not fuse: channels need it. Integer kernel over
-            # the quantised matrix, the top 2 x candidates re-scored with the float query.
-            cosines = dense.cosines(qv, rescore=2 * n_cand)
-            n = min(n_cand, len(cosines))
-            top = np.argpartition(-cosines, n - 1)[:n]
-            top = top[np.argsort(-cosines[top], kind="stable")]
-            lists.ranked["dense"] = [int(x) for x in dense.ids[top]]
-            lists.weight["dense"] = _dense_weights(
-                dense.ids[top], cosines[top], float(cfg["dense_floor"]),
-                float(cfg["dense_temperature"]),
-            )
-        else:
-            cosines = np.zeros(0, dtype=np.float32)
-        if "dense" not in fuse_lists:
-            lists.ranked.pop("dense", None)
-            lists.weight.pop("dense", None)
-        timings["dense"] = (time.perf_counter() - t2) * 1000
-
-        # 3. Fusion, then the optional graph channel seeded from the fused top.
-        channel_weights = {
-            "lexical": float(cfg["lexical_weight"]),
-            "dense": float(cfg["dense_weight"]),
-            "graph": float(cfg["graph_weight"]),
-        }
-        fused = _fuse(lists, channel_weights, rrf_k)
-        if float(cfg.get("doc_evidence", 0.0)) > 0:
-            fused = _doc_evidence(conn, fused, lists, float(cfg["doc_evidence"]))
-        lists.hybrid_top = fused[0][1] if fused else None
-        lists.channel = channel_name
-        if graph is not None:
-            t3 = time.perf_counter()
-            ctx = ChannelContext(
-                kb=kb, store=store, query=query, query_vector=qv, cosines=cosines, dense=dense,
-                roots=[cid for cid, _ in fused[:roots_k]], config=dict(cfg),
-                fused=list(fused[:n_cand]),
-            )
-            graph_hits = (graph.search(ctx) or [])[:n_cand]
-            # An empty list (a sparse graph, nothing to add) leaves the two-list search
-            # exactly as it was: no "graph" list, so the calibration still applies.
-            if graph_hits:
-                lists.ranked["graph"] = [int(cid) for cid, _ in graph_hits]
-                # Evidence weighting again: a chunk the channel scores far below its best
-                # (a weak hub spoke next to an authored link) counts for less.
-                top_score = max((float(sc) for _, sc in graph_hits), default=0.0)
-                lists.weight["graph"] = {
-                    int(cid): (max(float(sc), 0.0) / top_score if top_score > 0 else 1.0)
-                    for cid, sc in graph_hits
-                }
-                fused = _fuse(lists, channel_weights, rrf_k)
-                if fusion == "final":
-                    fused = _final_ranking(graph_hits, fused)
-            timings["graph"] = (time.perf_counter() - t3) * 1000
-        if float(cfg["salience_prior"]) or float(cfg["link_distance_rerank"]) or \
-                float(cfg["index_prior"]):
-            fused = _apply_priors(kb, conn, generation, fused[:n_cand], cfg, rrf_k)
-
-        top_hits = fused[:k]
-        missing = [cid for cid, _ in top_hits if cid not in texts]
-        texts.update(_chunk_texts(conn, missing))
-        details = _chunk_details(conn, [cid for cid, _ in top_hits])
-    rank_of = {name: {cid: i + 1 for i, cid in enumerate(ids)} for name, ids in lists.ranked.items()}
-    snippet_terms = terms + [t for e in entities for t in query_terms(e, keep_stopwords=True)]
-    hits = []
-    for cid, score in top_hits:
-        d = details[cid]
-        body = texts[cid][2]
-        snippet, spans = make_snippet(body, snippet_terms)
-        hits.append(
-            Hit(
-                doc_id=d["ulid"], title=d["title"], path=d["path"],
-                heading_path=json.loads(d["heading_path"]), text=body, snippet=snippet,
-                highlights=spans, score=round(score, 6),
-                ranks={name: rank_of[name].get(cid) for name in lists.ranked},
-                chunk_id=cid, ordinal=d["ordinal"], start_line=d["start_line"], kb=kb.name,
-            )
-        )
-    confidence = kb.confidence(hits, lists, cosines) if hits else None
-    abstain_below = float(cfg["abstain_below"])
-    abstained = confidence is not None and confidence < abstain_below
-    support = lists.support
-    reason = support.reason() if abstained and support is not None else None
-    timings["total"] = (time.perf_counter() - t0) * 1000
-    return SearchResult(query, kb.name, hits, confidence, abstained, channel_name, timings,
-                        embedding=embedding, channel_reason=channel_reason, reason=reason,
-                        support=support.to_dict() if support is not None else None)
 
 
 def _embedding_progress(store: Any, held: int) -> dict[str, Any] | None:
@@ -573,12 +789,13 @@ def _dense_weights(ids: np.ndarray, cos: np.ndarray, floor: float, temperature: 
     return {int(i): float(x) for i, x in zip(ids, w, strict=True)}
 
 
-def _link_stats(kb: KB, conn: Any, generation: int) -> tuple[dict[int, float], dict[int, set[int]]]:
+def _link_stats(memo: dict[str, Any], conn: Any, generation: int
+                ) -> tuple[dict[int, float], dict[int, set[int]]]:
     """Per-document in-degree salience and the undirected authored-link adjacency.
 
     Both are cached per store generation: they change only when a sync does.
     """
-    cache = kb._idf_cache.setdefault("_links", {})
+    cache = memo.setdefault("_links", {})
     if cache.get("generation") == generation:
         return cache["salience"], cache["adjacent"]
     adjacent: dict[int, set[int]] = {}
@@ -601,15 +818,16 @@ def _link_stats(kb: KB, conn: Any, generation: int) -> tuple[dict[int, float], d
     return salience, adjacent
 
 
-def _catalogued(kb: KB, conn: Any, generation: int, pages: list[str]) -> set[int]:
+def _catalogued(memo: dict[str, Any], conn: Any, generation: int, pages: list[str],
+                no_hub: list[str]) -> set[int]:
     """Documents that an index page (a path glob in ``pages``) links to, cached per generation.
 
     Left out: the index pages themselves (a catalog is a way in, rarely the answer)
     and ``[kb] no_link_hub`` pages such as a change log, which a catalog lists for
     navigation and which are no more likely to answer a question for it.
     """
-    cache = kb._idf_cache.setdefault("_index", {})
-    no_hub = [str(p) for p in kb.config.kb.get("no_link_hub") or []]
+    cache = memo.setdefault("_index", {})
+    no_hub = [str(p) for p in no_hub]
     key = (generation, tuple(pages), tuple(no_hub))
     if cache.get("key") == key:
         return cache["docs"]
@@ -632,8 +850,10 @@ def _catalogued(kb: KB, conn: Any, generation: int, pages: list[str]) -> set[int
     return found
 
 
-def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, float]],
-                  cfg: dict[str, Any], rrf_k: float) -> list[tuple[int, float]]:
+def _apply_priors(memo: dict[str, Any], conn: Any, generation: int,
+                  fused: list[tuple[int, float]], cfg: Mapping[str, Any], rrf_k: float,
+                  no_hub: list[str], record: dict[int, dict[str, float]] | None = None,
+                  ) -> list[tuple[int, float]]:
     """The cheap priors, off by default, for the eval matrix.
 
     * in-degree salience: a document many others link to is a little more likely
@@ -645,10 +865,11 @@ def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, flo
       they win near-ties against pages nobody catalogued (a log, a stray note).
 
     Each is scaled so that a weight of 1.0 equals one list's rank-1 RRF term.
+    ``record`` (``--explain``) receives each chunk's three additions.
     """
     if not fused:
         return fused
-    salience, adjacent = _link_stats(kb, conn, generation)
+    salience, adjacent = _link_stats(memo, conn, generation)
     marks = ",".join("?" * len(fused))
     doc_of = {int(r[0]): int(r[1]) for r in conn.execute(
         f"SELECT id, doc FROM chunks WHERE id IN ({marks})", [cid for cid, _ in fused])}
@@ -656,35 +877,44 @@ def _apply_priors(kb: KB, conn: Any, generation: int, fused: list[tuple[int, flo
     w_sal = float(cfg["salience_prior"])
     w_dist = float(cfg["link_distance_rerank"])
     w_idx = float(cfg["index_prior"])
-    catalogued = _catalogued(kb, conn, generation, list(cfg["index_pages"])) if w_idx else set()
-    distance: dict[int, int] = {}
-    if w_dist:
-        start = doc_of.get(fused[0][0])
-        if start is not None:
-            distance[start] = 0
-            frontier = [start]
-            for d in (1, 2):
-                nxt = []
-                for doc in frontier:
-                    for other in sorted(adjacent.get(doc, ())):
-                        if other not in distance:
-                            distance[other] = d
-                            nxt.append(other)
-                frontier = nxt
+    catalogued = (_catalogued(memo, conn, generation, list(cfg["index_pages"]), no_hub)
+                  if w_idx else set())
+    distance = _link_distance(adjacent, doc_of.get(fused[0][0])) if w_dist else {}
     out = []
     for cid, score in fused:
         doc = doc_of.get(cid)
-        score += w_sal * unit * salience.get(doc, 0.0)
-        if doc in distance:
-            score += w_dist * unit / (1 + distance[doc])
-        if doc in catalogued:
-            score += w_idx * unit
+        add = {"salience": w_sal * unit * salience.get(doc, 0.0),
+               "distance": w_dist * unit / (1 + distance[doc]) if doc in distance else 0.0,
+               "index": w_idx * unit if doc in catalogued else 0.0}
+        score += add["salience"]
+        score += add["distance"]
+        score += add["index"]
         out.append((cid, score))
+        if record is not None:
+            record[cid] = add
     return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
 
-def _final_ranking(graph_hits: Sequence[tuple[int, float]],
-                   fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+def _link_distance(adjacent: dict[int, set[int]], start: int | None) -> dict[int, int]:
+    """Documents within two authored-link hops of ``start``, by distance (``start``: 0)."""
+    distance: dict[int, int] = {}
+    if start is None:
+        return distance
+    distance[start] = 0
+    frontier = [start]
+    for d in (1, 2):
+        nxt = []
+        for doc in frontier:
+            for other in sorted(adjacent.get(doc, ())):
+                if other not in distance:
+                    distance[other] = d
+                    nxt.append(other)
+        frontier = nxt
+    return distance
+
+
+def _final_ranking(graph_hits: Sequence[tuple[int, float]], fused: list[tuple[int, float]],
+                   record: dict[str, float] | None = None) -> list[tuple[int, float]]:
     """``graph_fusion = "final"``: the channel's own list becomes the ranking.
 
     A channel seeded from the hybrid (PPR) can rank better alone than as one
@@ -694,6 +924,7 @@ def _final_ranking(graph_hits: Sequence[tuple[int, float]],
     channel's top score) because priors and the confidence calibration read
     fused scores; fused hits the channel left out follow in fused order, so a
     short channel list never shortens the result. Per-list ranks stay reported.
+    ``record`` (``--explain``) receives the two tops and the floor.
     """
     top_fused = fused[0][1] if fused else 1.0
     top_graph = max(float(sc) for _, sc in graph_hits)
@@ -702,13 +933,15 @@ def _final_ranking(graph_hits: Sequence[tuple[int, float]],
     out = [(int(cid), top_fused * max(float(sc), 0.0) / top_graph) for cid, sc in graph_hits]
     seen = {cid for cid, _ in out}
     floor = out[-1][1]
+    if record is not None:
+        record.update(top_fused=top_fused, top_graph=top_graph, floor=floor)
     out += [(cid, floor * sc / top_fused if top_fused > 0 else 0.0)
             for cid, sc in fused if cid not in seen]
     return out
 
 
-def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: _Lists, weight: float
-                  ) -> list[tuple[int, float]]:
+def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: Lists, weight: float,
+                  record: dict[int, float] | None = None) -> list[tuple[int, float]]:
     """Lift each document's best chunk by ``weight`` times its second-best chunk's score.
 
     A document two of whose sections match the query is better evidence than
@@ -719,6 +952,7 @@ def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: _Lists, weig
     densely): with one list, any long document's stray matches would add up,
     which cost BM25 alone 15 points of R@2 on 2Wiki. Only the best chunk moves;
     the others keep their scores (``[retrieval] doc_evidence``; 0 switches it off).
+    ``record`` (``--explain``) receives each lifted chunk's lift.
     """
     present = [set(ids) for ids in lists.ranked.values() if ids]
     if not fused or len(present) < 2:
@@ -739,17 +973,28 @@ def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: _Lists, weig
         elif doc not in second and all(cid in ids for ids in present):
             second[doc] = score
     lift = {best[d]: weight * sc for d, sc in second.items()}
+    if record is not None:
+        record.update(lift)
     out = [(cid, score + lift.get(cid, 0.0)) for cid, score in fused]
     return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
 
-def _fuse(lists: _Lists, channel_weights: dict[str, float], rrf_k: float) -> list[tuple[int, float]]:
+def _fuse(lists: Lists, channel_weights: dict[str, float], rrf_k: float,
+          record: dict[int, dict[str, float]] | None = None) -> list[tuple[int, float]]:
+    """Weighted RRF: each list adds ``list weight x hit weight / (rrf_k + rank)`` per hit.
+
+    ``record`` (``--explain``) receives every chunk's term per list: the very
+    numbers summed here.
+    """
     scores: dict[int, float] = {}
     for name, ids in lists.ranked.items():
         cw = channel_weights.get(name, 1.0)
         ws = lists.weight.get(name, {})
         for rank, cid in enumerate(ids, 1):
-            scores[cid] = scores.get(cid, 0.0) + cw * ws.get(cid, 1.0) / (rrf_k + rank)
+            term = cw * ws.get(cid, 1.0) / (rrf_k + rank)
+            scores[cid] = scores.get(cid, 0.0) + term
+            if record is not None:
+                record.setdefault(cid, {})[name] = term
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

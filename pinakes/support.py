@@ -590,16 +590,18 @@ def assess_search(kb: KB, hits: Sequence[Any], lists: Any) -> Support | None:
         return None
     if getattr(lists, "support", None) is not None:  # this search's, assessed already
         return lists.support  # type: ignore[no-any-return]
-    from .search import _chunk_count, _idf
+    from .termstats import chunk_count, idf
 
     conn = _LazyConn(kb)  # the statistics are cached per generation: SQL only on a miss
     generation = getattr(lists, "generation", None)
     if generation is None:
         generation = kb.reader().generation
-    total = _chunk_count(kb, conn, generation, 0)
+    memo = kb._idf_cache
+    total = chunk_count(memo, conn, generation, 0)
+    tokenizer = str(kb.config.retrieval.get("tokenizer", "porter"))
 
     def idf_of(terms: list[str]) -> dict[str, float]:
-        return _idf(kb, conn, generation, terms, total)
+        return idf(memo, conn, generation, terms, total, tokenizer)
 
     def df_of(term: str) -> int:
         idf_of([term])

@@ -19,10 +19,10 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +35,6 @@ from .moves import finish_interrupted_swap, recognise_moves
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
 from .text import segment_cjk
-
-if TYPE_CHECKING:
-    from .kb import KB
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
@@ -155,29 +152,64 @@ def _stat_key(path: Path | str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def sync_kb(kb: KB, *, rebuild: bool = False, progress: ProgressFn | None = None,
+@dataclass
+class SyncInputs:
+    """What a sync reads, handed over by its KB (:meth:`pinakes.kb.KB.sync`).
+
+    The phases below reach for nothing else, so sync can be read and tested
+    without the KB object; the KB stays the one place that knows how its
+    store, embedder and edge derivers are made.
+    """
+
+    name: str  # the KB's name (its own ``kb://`` links)
+    root: Path
+    state_dir: Path
+    kb: Mapping[str, Any]  # [kb]: include, exclude, sidecars, max_file_mb, bundle_root, ...
+    tokenizer: str  # [retrieval] tokenizer: what the FTS rows are made with
+    batch_size: int  # [embedding] batch_size
+    load_embedder: Callable[[], Any]  # the embedder (built on first use)
+    signature: Callable[[], str]  # what the store must have been built for
+    open_store: Callable[[bool], tuple[Store, bool]]  # (rebuild) -> (store, rebuilt)
+    derivers: Callable[[], Mapping[str, Any]]  # the enabled edge derivers
+
+
+@dataclass
+class Scan:
+    """Phase 1's record: what the files say changed since the store's last sync."""
+
+    files: list[tuple[str, Path]]  # every document the walk found: (KB path, file)
+    problems: list[tuple[str, str]]  # (path, message), for the problems table
+    existing: dict[str, Any] = field(default_factory=dict)  # KB path -> stored row
+    seen: set[str] = field(default_factory=set)  # paths still present (changed or not)
+    prepared: list[PreparedDoc] = field(default_factory=list)  # changed: read and chunked
+    touched: list[tuple[int, int, str, int]] = field(default_factory=list)  # stat-only updates
+    removed: list[Any] = field(default_factory=list)  # stored rows whose file is gone
+    renames: dict[str, Any] = field(default_factory=dict)  # new path -> old row (same identity)
+    swaps: dict[str, Any] = field(default_factory=dict)  # paths that exchanged identities
+
+
+def sync_kb(src: SyncInputs, *, rebuild: bool = False, progress: ProgressFn | None = None,
             lock_wait: float = 30.0) -> SyncReport:
-    """Bring ``kb``'s store up to date with its files. See the module docstring."""
+    """Bring the KB's store up to date with its files. See the module docstring."""
     from .store import SyncLock
 
     started = time.perf_counter()
     report = SyncReport()
-    with SyncLock(kb.config.state_dir, wait=lock_wait):
-        settled = _settle_before_rebuild(kb, progress) if rebuild else None
-        store, rebuilt = kb.open_store_for_write(rebuild=rebuild)
+    with SyncLock(src.state_dir, wait=lock_wait):
+        settled = _settle_before_rebuild(src, progress) if rebuild else None
+        store, rebuilt = src.open_store(rebuild)
         try:
             report.rebuilt = rebuilt
-            _sync(kb, store, report, progress)
+            _sync(src, store, report, progress)
         finally:
             store.close()
         if settled is not None:
             _merge_settled(report, settled)
-    kb.invalidate()
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _settle_before_rebuild(kb: KB, progress: ProgressFn | None) -> SyncReport | None:
+def _settle_before_rebuild(src: SyncInputs, progress: ProgressFn | None) -> SyncReport | None:
     """A plain sync on the index a ``--rebuild`` is about to drop; its report, or None.
 
     Moves without sidecars and content swaps made since the last sync are recognised
@@ -188,15 +220,15 @@ def _settle_before_rebuild(kb: KB, progress: ProgressFn | None) -> SyncReport | 
     """
     from .store import index_signature
 
-    if index_signature(kb.config.state_dir) != kb.signature:
+    if index_signature(src.state_dir) != src.signature():
         return None
     pre = SyncReport()
     try:
-        store, _ = kb.open_store_for_write()
+        store, _ = src.open_store(False)
     except sqlite3.DatabaseError:
         return None
     try:
-        _sync(kb, store, pre, progress)
+        _sync(src, store, pre, progress)
     except sqlite3.DatabaseError:
         return None  # a damaged index: nothing to settle from; truth files are whole
     finally:
@@ -215,162 +247,162 @@ def _merge_settled(report: SyncReport, settled: SyncReport) -> None:
     report.problems = once(settled.problems, report.problems)
 
 
-def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
-    cfg = kb.config
-    root = cfg.root
-    root_str = str(root)
-    max_bytes = int(float(cfg.kb["max_file_mb"]) * 1024 * 1024)
-    mode = str(cfg.kb["sidecars"])
+def _sync(src: SyncInputs, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
+    """The phases, in order (see the module docstring)."""
+    scan = walk_phase(src, store)
+    read_phase(src, store, scan, report, progress)
+    identity_phase(src, store, scan, report)
+    # Phase 2: vectors, from the cache where possible. A large embedding job is
+    # left to phase 4, after the documents are committed and searchable.
+    _embed(src, store, scan.prepared, report, progress)
+    dupes = apply_phase(src, store, scan, report)
+    # Phase 4: embed what phase 2 left (this sync's large job, or an interrupted one's).
+    _embed_pending(src, store, report, progress)
+    _finish_report(report, scan, dupes)
+
+
+# --- phase 1: scan ---------------------------------------------------------------------
+
+
+def walk_phase(src: SyncInputs, store: Store) -> Scan:
+    """Walk the KB: its documents, the walk's problems, and leftovers of a killed sync cleared."""
+    mode = str(src.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
     strays: list[tuple[str, str]] = []
-    files = list(walk_kb(root, list(cfg.kb["include"]), _excludes(cfg.kb, mode), walk_problems,
-                         strays))
+    files = list(walk_kb(src.root, list(src.kb["include"]), _excludes(src.kb, mode),
+                         walk_problems, strays))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
     if mode not in ("", "beside"):
         # The walk skips the parallel sidecar tree, where a killed sidecar write leaves its temp.
-        strays.extend(stray_temps_under(root, mode.strip("/")))
+        strays.extend(stray_temps_under(src.root, mode.strip("/")))
     for stray_rel, stray in strays:
         # A truth-file write killed before its rename: the file itself is intact.
         with contextlib.suppress(OSError):
             os.unlink(stray)
             problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
     # A sidecar swap a killed sync left half done (two sidecars with one id) is finished first.
-    problems.extend(finish_interrupted_swap(root, store.state_dir))
-
-    existing = {
+    problems.extend(finish_interrupted_swap(src.root, store.state_dir))
+    scan = Scan(files, problems)
+    scan.existing = {
         row["path"]: row
         for row in store.conn.execute(
             "SELECT doc, ulid, path, size, mtime_ns, hash, sidecar_path, sidecar_stat FROM documents"
         )
     }
-    seen: set[str] = set()
-    prepared: list[PreparedDoc] = []
-    touched: list[tuple[int, int, str, int]] = []  # (size, mtime, sidecar_stat, doc) stat-only updates
-    embedder = kb.embedder
-    budget = max(32, embedder.max_tokens - CHUNK_HEADROOM)
+    return scan
 
-    for i, (rel, path) in enumerate(files):
+
+def read_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport,
+               progress: ProgressFn | None) -> None:
+    """Read, hash and chunk every changed file; an unchanged one costs one ``stat``."""
+    root, root_str = src.root, str(src.root)
+    mode = str(src.kb["sidecars"])
+    max_bytes = int(float(src.kb["max_file_mb"]) * 1024 * 1024)
+    embedder = src.load_embedder()
+    budget = max(32, embedder.max_tokens - CHUNK_HEADROOM)
+    for i, (rel, path) in enumerate(scan.files):
         if progress:
-            progress("scan", i + 1, len(files))
+            progress("scan", i + 1, len(scan.files))
         sc_rel = sidecar_rel_path(rel, mode)
         sc_file = os.path.join(root_str, sc_rel)  # a str: cheaper than a Path per file
         try:
             st = path.stat()
         except OSError as exc:
-            problems.append((rel, f"cannot read: {exc.strerror}"))
+            scan.problems.append((rel, f"cannot read: {exc.strerror}"))
             continue
         sc_stat = _stat_key(sc_file)
-        old = existing.get(rel)
-        if (
-            old is not None
-            and old["size"] == st.st_size
-            and old["mtime_ns"] == st.st_mtime_ns
-            and old["sidecar_stat"] == sc_stat
-        ):
-            seen.add(rel)
+        old = scan.existing.get(rel)
+        if (old is not None and old["size"] == st.st_size and old["mtime_ns"] == st.st_mtime_ns
+                and old["sidecar_stat"] == sc_stat):
+            scan.seen.add(rel)
             report.unchanged += 1
             continue
-        if st.st_size > max_bytes:
-            problems.append(
-                (rel, f"skipped: {st.st_size / 1048576:.1f} MB is over max_file_mb "
-                      f"({cfg.kb['max_file_mb']} MB in pinakes.toml)")
-            )
+        text, digest, problem = _read_document(rel, path, st, max_bytes, src.kb["max_file_mb"])
+        if text is None:
+            scan.problems.append(problem)
             report.skipped += 1
             continue
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            problems.append((rel, f"cannot read: {exc.strerror}"))
-            report.skipped += 1
-            continue
-        if b"\x00" in raw[:65536]:
-            problems.append((rel, "skipped: binary file (contains NUL bytes), not Markdown"))
-            report.skipped += 1
-            continue
-        longest = _longest_line(raw) if len(raw) > MAX_LINE_BYTES else 0
-        if longest > MAX_LINE_BYTES:
-            # Minified data or an inlined blob, not prose: chunking it would take minutes.
-            problems.append((rel, f"skipped: a line of {longest / 1048576:.1f} MB (over "
-                                  f"{MAX_LINE_BYTES // 1048576} MB), not prose Markdown"))
-            report.skipped += 1
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            problems.append((f"{rel}:{line}", f"skipped: not UTF-8 (invalid byte at offset {exc.start})"))
-            report.skipped += 1
-            continue
-        digest = hashlib.sha256(raw).hexdigest()
+        scan.seen.add(rel)
         if old is not None and old["hash"] == digest and old["sidecar_stat"] == sc_stat:
-            seen.add(rel)
-            touched.append((st.st_size, st.st_mtime_ns, sc_stat, old["doc"]))
+            scan.touched.append((st.st_size, st.st_mtime_ns, sc_stat, old["doc"]))
             report.unchanged += 1
             continue
-        seen.add(rel)
-        sc_path = root / sc_rel
-        prepared.append(_prepare(rel, text, digest, st, sc_rel, sc_path, budget, embedder,
-                                 report, mint=old is not None, root=root))
+        scan.prepared.append(_prepare(rel, text, digest, st, sc_rel, root / sc_rel, budget,
+                                      embedder, report, mint=old is not None, root=root))
 
+
+def _read_document(rel: str, path: Path, st: os.stat_result, max_bytes: int, max_mb: Any
+                   ) -> tuple[str | None, str, tuple[str, str]]:
+    """``(text, sha256, ())`` of a changed file, or ``(None, "", (path, why it is skipped))``."""
+    if st.st_size > max_bytes:
+        return None, "", (rel, f"skipped: {st.st_size / 1048576:.1f} MB is over max_file_mb "
+                               f"({max_mb} MB in pinakes.toml)")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, "", (rel, f"cannot read: {exc.strerror}")
+    if b"\x00" in raw[:65536]:
+        return None, "", (rel, "skipped: binary file (contains NUL bytes), not Markdown")
+    longest = _longest_line(raw) if len(raw) > MAX_LINE_BYTES else 0
+    if longest > MAX_LINE_BYTES:
+        # Minified data or an inlined blob, not prose: chunking it would take minutes.
+        return None, "", (rel, f"skipped: a line of {longest / 1048576:.1f} MB (over "
+                               f"{MAX_LINE_BYTES // 1048576} MB), not prose Markdown")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, "", (f"{rel}:{line}",
+                          f"skipped: not UTF-8 (invalid byte at offset {exc.start})")
+    return text, hashlib.sha256(raw).hexdigest(), ("", "")
+
+
+def identity_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport) -> None:
+    """Moves, renames and removals: which stored document each changed file is, if any."""
+    mode = str(src.kb["sidecars"])
     # A document moved without its sidecar (git mv, mv) takes its old sidecar (moves.py).
-    swaps = recognise_moves(store, root, mode, files, existing, seen, prepared, report, problems)
-    removed = [row for path, row in existing.items() if path not in seen]
+    swaps = recognise_moves(store, src.root, mode, scan.files, scan.existing, scan.seen,
+                            scan.prepared, report, scan.problems, identify=identify)
+    removed = [row for path, row in scan.existing.items() if path not in scan.seen]
     # A document that vanished from one path and appeared at another with the same
     # ULID was renamed (moved with its sidecar): it keeps its internal key.
     vanished = {row["ulid"]: row for row in removed}
     renames: dict[str, Any] = {}
-    for doc in prepared:
-        if doc.rel not in existing and doc.ulid in vanished and not doc.provisional:
+    for doc in scan.prepared:
+        if doc.rel not in scan.existing and doc.ulid in vanished and not doc.provisional:
             renames[doc.rel] = vanished.pop(doc.ulid)
-    removed = [row for row in removed if row["ulid"] in vanished]
+    scan.removed = [row for row in removed if row["ulid"] in vanished]
     renames.update(swaps)
+    scan.renames, scan.swaps = renames, swaps
 
-    # Phase 2: vectors, from the cache where possible. A large embedding job is
-    # left to phase 4, after the documents are committed and searchable.
-    _embed(kb, store, prepared, report, progress)
 
-    # Phase 3: one transaction.
-    tokenizer = str(cfg.retrieval["tokenizer"])
+# --- phase 3: apply, in one transaction ---------------------------------------------------
+
+
+def apply_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport) -> list[Any]:
+    """Every change in ONE write transaction; returns the ids claimed by two documents."""
+    embedder = src.load_embedder()
     with store.transaction() as conn:
-        for row in removed:
-            _delete_doc(conn, row["doc"])
-        for size, mtime, sc_stat, doc_key in touched:
-            conn.execute(
-                "UPDATE documents SET size = ?, mtime_ns = ?, sidecar_stat = ? WHERE doc = ?",
-                (size, mtime, sc_stat, doc_key),
-            )
-        changed_keys: list[int] = []
-        previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
-        for rel in swaps:  # documents that exchanged paths: free the paths first (UNIQUE)
-            conn.execute("UPDATE documents SET path = '//swap/' || doc WHERE path = ?", (rel,))
-        for doc in prepared:
-            old = renames.get(doc.rel) or existing.get(doc.rel)
-            # A changed or renamed document keeps its internal key, so graph nodes
-            # and edges that other documents hold towards it stay valid.
-            changed_keys.append(
-                _insert_doc(conn, doc, tokenizer, replace=None if old is None else old["doc"])
-            )
-            if old is not None:
-                previous[changed_keys[-1]] = (old["ulid"], old["path"])
-            crash_point("apply-doc")
+        changed_keys, previous = _write_documents(conn, scan, src.tokenizer)
         # Links: store the changed documents' links, re-resolve only what may now differ.
-        relinked = refresh_links(conn, root, kb.name, list(zip(changed_keys, prepared, strict=True)),
-                                 previous, [(row["doc"], row["ulid"]) for row in removed],
-                                 bundle_root=str(cfg.kb["bundle_root"]),
-                                 no_link_hub=list(cfg.kb["no_link_hub"]))
+        relinked = refresh_links(conn, src.root, src.name,
+                                 list(zip(changed_keys, scan.prepared, strict=True)),
+                                 previous, [(row["doc"], row["ulid"]) for row in scan.removed],
+                                 bundle_root=str(src.kb["bundle_root"]),
+                                 no_link_hub=list(src.kb["no_link_hub"]))
         changed_keys += sorted(relinked.difference(changed_keys))
         # Graph edges: every installed deriver re-derives the changed documents.
         # (Documents whose links resolve differently now are re-derived too.)
         report.edges_written = run_derivers(
-            conn, kb.edge_derivers(), changed_keys, [row["doc"] for row in removed]
+            conn, src.derivers(), changed_keys, [row["doc"] for row in scan.removed]
         )
         conn.execute("DELETE FROM problems")
-        conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", problems)
+        conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", scan.problems)
         dupes = conn.execute(
             "SELECT ulid, group_concat(path, ', ') FROM documents GROUP BY ulid HAVING count(*) > 1"
         ).fetchall()
         generation = store.generation
-        if prepared or removed or report.rebuilt:
+        if scan.prepared or scan.removed or report.rebuilt:
             # Readers (a running MCP server) reload vectors only when this moves.
             generation += 1
             store.set_meta("generation", str(generation))
@@ -379,15 +411,45 @@ def _sync(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None)
         store.set_meta("dim", str(embedder.dim))
         crash_point("apply-commit")
     report.generation = generation
-    # Phase 4: embed what phase 2 left (this sync's large job, or an interrupted one's).
-    _embed_pending(kb, store, report, progress)
+    return dupes
 
-    report.renamed = sorted((row["path"], rel) for rel, row in renames.items())
-    report.removed = [row["path"] for row in removed]
-    renamed_to = set(renames)
+
+def _write_documents(conn: Any, scan: Scan, tokenizer: str
+                     ) -> tuple[list[int], dict[int, tuple[str, str]]]:
+    """Delete, touch and (re)write documents; their keys, and each one's (ulid, path) before."""
+    for row in scan.removed:
+        _delete_doc(conn, row["doc"])
+    for size, mtime, sc_stat, doc_key in scan.touched:
+        conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ?, sidecar_stat = ? WHERE doc = ?",
+            (size, mtime, sc_stat, doc_key),
+        )
+    changed_keys: list[int] = []
+    previous: dict[int, tuple[str, str]] = {}  # doc key -> (ulid, path) before this sync
+    for rel in scan.swaps:  # documents that exchanged paths: free the paths first (UNIQUE)
+        conn.execute("UPDATE documents SET path = '//swap/' || doc WHERE path = ?", (rel,))
+    for doc in scan.prepared:
+        old = scan.renames.get(doc.rel) or scan.existing.get(doc.rel)
+        # A changed or renamed document keeps its internal key, so graph nodes
+        # and edges that other documents hold towards it stay valid.
+        changed_keys.append(
+            _insert_doc(conn, doc, tokenizer, replace=None if old is None else old["doc"])
+        )
+        if old is not None:
+            previous[changed_keys[-1]] = (old["ulid"], old["path"])
+        crash_point("apply-doc")
+    return changed_keys, previous
+
+
+def _finish_report(report: SyncReport, scan: Scan, dupes: list[Any]) -> None:
+    """What the sync did, for the one-line summary and ``--json``."""
+    existing, prepared = scan.existing, scan.prepared
+    report.renamed = sorted((row["path"], rel) for rel, row in scan.renames.items())
+    report.removed = [row["path"] for row in scan.removed]
+    renamed_to = set(scan.renames)
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
     report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
-    report.problems = [f"{p}: {m}" for p, m in problems]
+    report.problems = [f"{p}: {m}" for p, m in scan.problems]
     for doc in prepared:
         report.problems.extend(doc.problems)
     for ulid, paths in dupes:
@@ -508,11 +570,12 @@ PENDING_BATCH = 256
 PENDING_RELOAD_S = 15.0
 
 
-def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
+def _embed(src: SyncInputs, store: Store, docs: list[PreparedDoc], report: SyncReport,
            progress: ProgressFn | None) -> None:
+    """Phase 2: the changed chunks' vectors, from the cache or embedded (a small job only)."""
     from .embcache import canonical
 
-    embedder = kb.embedder
+    embedder = src.load_embedder()
     model = embedder.id
     pending: dict[str, str] = {}  # hash -> text
     for doc in docs:
@@ -531,7 +594,7 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
         todo = []  # phase 4 embeds them once the documents are committed
     t0 = time.perf_counter()
     done = 0
-    bs = int(kb.config.section("embedding").get("batch_size", 32))
+    bs = src.batch_size
     for start in range(0, len(todo), PENDING_BATCH):
         part = todo[start : start + PENDING_BATCH]
 
@@ -555,7 +618,8 @@ def _embed(kb: KB, store: Store, docs: list[PreparedDoc], report: SyncReport,
             row["vec"] = packed.get(row["hash"])  # None: embedded in phase 4
 
 
-def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressFn | None) -> None:
+def _embed_pending(src: SyncInputs, store: Store, report: SyncReport,
+                   progress: ProgressFn | None) -> None:
     """Phase 4: embed every chunk still without a vector, committing batch by batch.
 
     The documents are already committed, so the KB is searchable lexically
@@ -573,23 +637,31 @@ def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressF
             with store.transaction():
                 store.set_meta("embedding_pending", "0")
         return
-    from .embcache import canonical
-
-    embedder = kb.embedder
-    model = embedder.id
     texts: dict[str, str] = {}
     for h, title, heading_json, text in rows:
         texts.setdefault(h, embed_text(title, tuple(json.loads(heading_json)), text))
     total = len(texts)
-    bs = int(kb.config.section("embedding").get("batch_size", 32))
     t0 = time.perf_counter()
-    last_bump = time.monotonic()
-    done = 0
-    embedded = 0
-    hashes = list(texts)
     with store.transaction():
         store.set_meta("embedding_pending", str(total))
         store.set_meta("embedding_total", str(total))
+    embedded = _embed_batches(src, store, texts, report, progress)
+    report.embed_seconds += time.perf_counter() - t0
+    report.chunks_embedded += embedded
+    report.chunks_cached += len(rows) - embedded
+
+
+def _embed_batches(src: SyncInputs, store: Store, texts: dict[str, str], report: SyncReport,
+                   progress: ProgressFn | None) -> int:
+    """Phase 4's batches: cached or embedded, then committed; returns how many were embedded."""
+    from .embcache import canonical
+
+    embedder = src.load_embedder()
+    model = embedder.id
+    total = len(texts)
+    hashes = list(texts)
+    last_bump = time.monotonic()
+    done = embedded = 0
     for start in range(0, total, PENDING_BATCH):
         part = hashes[start : start + PENDING_BATCH]
         # Another sync, or another KB sharing the cache, may have embedded some.
@@ -605,7 +677,8 @@ def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressF
                 if progress:
                     progress("embed", done, total)
 
-            vecs = embedder.embed([texts[h] for h in missing], batch_size=bs, progress=tick)
+            vecs = embedder.embed([texts[h] for h in missing], batch_size=src.batch_size,
+                                  progress=tick)
             store.cache_vectors(model, list(zip(missing, vecs, strict=True)))
             for h, v in zip(missing, vecs, strict=True):
                 found[h] = canonical(v)  # as the cache gives it back: a rebuild ranks the same
@@ -621,9 +694,7 @@ def _embed_pending(kb: KB, store: Store, report: SyncReport, progress: ProgressF
                 report.generation = store.generation + 1
                 store.set_meta("generation", str(report.generation))
                 last_bump = time.monotonic()
-    report.embed_seconds += time.perf_counter() - t0
-    report.chunks_embedded += embedded
-    report.chunks_cached += len(rows) - embedded
+    return embedded
 
 
 def _pack_vectors(vectors: dict[str, bytes], dim: int) -> dict[str, bytes]:

@@ -445,7 +445,7 @@ def test_the_log_is_indexed_but_no_link_hub(runner: CliRunner, alpha: Path, embe
         "SELECT count(*) FROM edges WHERE kind = 'authored' AND owner = ?", (index["doc"],)).fetchone()[0] == 3
     from pinakes.search import _link_stats
 
-    salience, adjacent = _link_stats(kb, conn, kb.reader().generation)
+    salience, adjacent = _link_stats(kb._idf_cache, conn, kb.reader().generation)
     assert adjacent[log["doc"]] == {index["doc"]}  # only the catalog's link to it: none of its own
     # Walks never pass through it; from the log itself its links are still shown.
     assert "Change log" not in {n["title"] for n in kb.links("docs/concepts/lighthouse.md")["neighbours"]}

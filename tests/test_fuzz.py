@@ -16,7 +16,6 @@ import string
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -230,8 +229,7 @@ def test_fts_sanitiser_never_makes_an_fts_syntax_error(fts_tables: sqlite3.Conne
     for name in _TOKENIZE:
         trigram = name == "trigram"
         terms = query_terms(query, cjk_bigrams=not trigram)
-        kb = SimpleNamespace(config=SimpleNamespace(retrieval={"tokenizer": name}))
-        for match in (_fts_terms(terms, kb), fts_query(terms), fts_phrase(query)):
+        for match in (_fts_terms(terms, name), fts_query(terms), fts_phrase(query)):
             if match:
                 fts_tables.execute(f"SELECT rowid FROM t_{name} WHERE t_{name} MATCH ?",
                                    (match,)).fetchall()

@@ -116,7 +116,8 @@ def test_extras_table_matches_what_plugins_register() -> None:
     dist_of = {ep.name: ep.dist.name for ep in importlib.metadata.entry_points(group="pinakes")
                if ep.dist is not None}
     hook_kind = {"register_embedders": "embedder", "register_graph_channels": "graph channel", "register_edge_derivers": "edge deriver",
-                 "register_importers": "importer", "register_llm_backends": "LLM backend"}
+                 "register_importers": "importer", "register_llm_backends": "LLM backend",
+                 "register_eval_modes": "eval mode"}
     plugins = _plugins()
     seen: set[tuple[str, str]] = set()
     for plugin, hooks in registrations().items():

@@ -252,15 +252,21 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @click.option("--chunks", "chunks", is_flag=True,
               help="List the k best chunks (sections) one by one, as the MCP tool returns them, "
                    "instead of grouping them by document.")
+@click.option("--explain", "explain", is_flag=True,
+              help="Show why each hit is there: what the lexical, dense, fusion, graph and prior "
+                   "stages gave it (the graph's seeds and path), and the confidence's features.")
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
-           concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool) -> None:
+           concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool,
+           explain: bool = False) -> None:
     """Hybrid search: BM25 and embeddings together, fused; offline and free.
 
     Shows the k best documents, each at its best-matching section, with the
     other sections that matched listed under it; --chunks lists sections one
     by one instead. --json keeps `hits` (the k best chunks, the MCP tool's
     shape) and adds `documents` (the grouping), unless --chunks is given.
+    --explain adds each stage's numbers (`explain` in --json), in the order
+    the search ran them; the ranking is the same.
     """
     from ..fleet import open_kbs, search_many
     from ..search import DOCUMENT_CHUNKS, documents_result
@@ -280,17 +286,19 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
 
     if chunks:
         result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
-                             skipped=skipped)
+                             skipped=skipped, explain=explain)
         warn(result)
         notice(result)
         if json_:
             echo_json(result.to_dict())
             return
+        _print_query_explain(result)
         _print_chunks(result, several=len(kbs) > 1)
         return
     # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
     raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
-                      concepts=concepts, channel=channel, graph_roots=want, skipped=skipped)
+                      concepts=concepts, channel=channel, graph_roots=want, skipped=skipped,
+                      explain=explain)
     warn(raw)
     notice(raw)
     grouped = documents_result(raw, want)
@@ -300,6 +308,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     if not grouped.documents:
         click.echo("No matches.")
         return
+    _print_query_explain(raw)
     for i, doc in enumerate(grouped.documents, 1):
         _print_hit(i, doc.best, several=len(kbs) > 1)
         if doc.more:
@@ -319,6 +328,27 @@ def _print_hit(i: int, hit: Any, several: bool) -> None:
         click.echo(f"    § {heading}")
     click.echo("    " + _highlight(hit.snippet, hit.highlights))
     click.echo(click.style(f"    score {hit.score:.4f}  {ranks}", dim=True))
+    if hit.explain is not None:
+        from ..explain import hit_lines
+
+        for line in hit_lines(hit.explain):
+            click.echo(click.style(f"      {line}", fg="blue"))
+
+
+def _print_query_explain(result: Any) -> None:
+    """``--explain``: the query's stages before the hits (one block per KB for a fleet)."""
+    from ..explain import query_lines
+
+    explain = result.explain
+    if explain is None:
+        return
+    per_kb = explain.get("by_kb") or {result.kb: explain}
+    for name, one in per_kb.items():
+        if len(per_kb) > 1:
+            click.echo(click.style(f"[{name}]", bold=True))
+        for line in query_lines(one):
+            click.echo(click.style(line, fg="blue"))
+    click.echo()
 
 
 def _section_label(title: str, heading_path: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,13 +53,21 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--deep", is_flag=True,
               help="Run each question through `pnk ask --deep` (paid; pinakes[deep]) and report "
                    "calls, tokens, EUR per question and cited-document recall per class.")
+@click.option("--mode", "mode", metavar="NAME",
+              help="An evaluation mode a plugin adds (`pnk plugins --all` lists them); "
+                   "--deep is --mode deep.")
 @click.option("-y", "--yes", is_flag=True, help="With --deep: do not ask before spending.")
+@click.option("--explain", "explain_id", metavar="ID",
+              help="One question (its id) under each setting of --matrix side by side (default: "
+                   "off and the KB's channel), the relevant documents marked, each with why it "
+                   "ranked there.")
 @json_option
 def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str | None,
              matrix: str | None, limit: int | None, seed: int, calibrate: bool, folds: int,
              calibration_out: Path | None, report_path: Path | None, cache_dir: Path | None,
              graph: tuple[str, ...], init: bool, json_: bool, deep: bool = False,
-             yes: bool = False, classes: tuple[str, ...] = ()) -> None:
+             yes: bool = False, classes: tuple[str, ...] = (), mode: str | None = None,
+             explain_id: str | None = None) -> None:
     """Measure retrieval: recall@k, MRR, abstention and latency per question class.
 
     \b
@@ -67,6 +76,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     pnk eval --dataset ../bench/2wiki --matrix bm25,dense,off --json
     pnk eval --kb my-kb --calibrate --report eval.html
     pnk eval --dataset ../bench/2wiki --class multi-hop --limit 50 --seed 0
+    pnk eval --explain m14 --matrix off,ppr   (one question, side by side)
 
     Every setting runs through the same search users run; cost is €0.00
     (the free path). Graph settings are judged against the `off` baseline by
@@ -124,6 +134,9 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         questions = gs.questions
         relevant = resolve_documents(kb, questions)
         source = {"kind": "golden", "name": kb.name, "path": str(golden_file), "kb": str(kb.root)}
+    if explain_id is not None:
+        _explain_one(kb, questions, relevant, explain_id, matrix, json_, source)
+        return
     total = len(questions)
     questions = select_questions(questions, classes, limit, seed)
     if not questions:
@@ -135,13 +148,9 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         source["sampled_from"] = total
         if limit:
             source["seed"] = seed
-    if deep:  # the paid path's eval lives with the paid path (plugins/pinakes-deep)
-        try:
-            from pinakes_deep.evaluate import eval_command
-        except ImportError:
-            raise click.ClickException("pnk eval --deep needs the paid-path plugin: "
-                                       "pip install 'pinakes[deep]'") from None
-        eval_command(kb, questions, relevant, source, json_=json_, yes=yes)
+    if deep or mode:  # a plugin's mode (the paid path's lives in plugins/pinakes-deep)
+        _eval_mode("deep" if deep else str(mode)).run(kb, questions, relevant, source,
+                                                      json_=json_, yes=yes)
         return
 
     channels = kb.graph_channels()
@@ -213,6 +222,76 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     _print_human(run)
     if report_path:
         click.echo(f"report: {report_path}")
+
+
+def _explain_one(kb: KB, questions: Any, relevant: Any, qid: str, matrix: str | None,
+                 json_: bool, source: dict[str, Any]) -> None:
+    """``pnk eval --explain ID``: one question under each setting, side by side."""
+    from ..evaluation.runner import explain_question, parse_matrix
+
+    found = [q for q in questions if q.id == qid]
+    if not found:
+        raise click.UsageError(f"no question {qid!r} in {source['path']} "
+                               f"({len(questions)} questions; ids like {questions[0].id!r})"
+                               if questions else f"no question {qid!r}: the golden set is empty")
+    channels = kb.graph_channels()
+    default_name = kb.channel_name()
+    spec = matrix or ("off" if default_name in ("off", "") else f"off,{default_name}")
+    out = explain_question(kb, found[0], tuple(relevant.get(qid, ())), parse_matrix(spec, channels))
+    out["source"] = source
+    if json_:
+        echo_json(out)
+        return
+    _print_explained(out)
+
+
+def _print_explained(out: dict[str, Any]) -> None:
+    from ..explain import hit_lines
+
+    q = out["question"]
+    click.echo(click.style(f"{q['id']} ({q['class']}): {q['text']}", bold=True))
+    cols = out["settings"]
+    paths = {d["doc_id"]: d["path"] for c in cols for d in c["documents"]}
+    shown = [paths.get(u, u) for u in out["relevant"]]
+    click.echo(f"relevant: {', '.join(shown) or 'none (unanswerable)'}   (* marks them)")
+    width = max(24, min(44, (shutil.get_terminal_size((120, 20)).columns - 4) // len(cols) - 2))
+    click.echo(("    " + "".join(f"{c['setting'][:width]:<{width + 2}}" for c in cols)).rstrip())
+    for i in range(max(len(c["documents"]) for c in cols)):
+        row = f"{i + 1:>3} "
+        for c in cols:
+            d = c["documents"][i] if i < len(c["documents"]) else None
+            cell = "" if d is None else f"{'*' if d['relevant'] else ' '} {d['title']}"
+            row += f"{cell[:width]:<{width + 2}}"
+        click.echo(row.rstrip())
+    for c in cols:
+        conf = c["confidence"]
+        click.echo(click.style(f"\n== {c['setting']} (channel {c['why'] or c['channel']}, "
+                               f"confidence {'unknown' if conf is None else f'{conf:.2f}'})",
+                               bold=True))
+        for d in c["documents"]:
+            if d["relevant"] or d["rank"] <= 2:
+                click.echo(f"{d['rank']:>3}. {'*' if d['relevant'] else ' '} {d['title']}  "
+                           + click.style(d["path"], fg="cyan"))
+                for line in hit_lines(d["explain"]):
+                    click.echo(f"        {line}")
+        missing = [p for u, p in zip(out["relevant"], shown, strict=True)
+                   if u not in {d["doc_id"] for d in c["documents"]}]
+        if missing:
+            click.echo(f"     not in the top {out['k']}: {', '.join(missing)}")
+
+
+def _eval_mode(name: str) -> Any:
+    """The installed eval mode ``name`` (``register_eval_modes``), or a one-line error."""
+    from ..extras import not_installed
+    from ..plugins import get_eval_modes
+
+    modes = get_eval_modes()
+    if name not in modes:
+        missing = not_installed("eval mode", name)
+        known = ", ".join(sorted(modes)) or "none installed"
+        raise click.ClickException(f"pnk eval --{'deep' if name == 'deep' else 'mode ' + name}: "
+                                   + (missing or f"unknown eval mode {name!r} (installed: {known})"))
+    return modes[name]
 
 
 def _shown(path: str, root: Path) -> str:

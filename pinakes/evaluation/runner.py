@@ -353,3 +353,38 @@ def run_eval(
     )
     return EvalRun(dict(source or {}), k, runs, ceiling, gates, embed_ms,
                    time.perf_counter() - started)
+
+
+def explain_question(kb: KB, question: Question, relevant: Sequence[int],
+                     settings: Sequence[Setting]) -> dict[str, Any]:
+    """One question under each setting, explained (``pnk eval --explain ID``).
+
+    Each setting searches exactly as :func:`run_eval` does (same chunk count,
+    same roots, the same config override), with ``explain`` on; the result is
+    the top ``k`` documents of each, the relevant ones marked, each with its
+    best chunk's explanation: the view that says why a channel lost a question
+    another setting found.
+    """
+    k = int(kb.config.retrieval["k"])
+    with kb.reader().snapshot() as conn:
+        ulid_of = {int(r[0]): str(r[1]) for r in conn.execute("SELECT doc, ulid FROM documents")}
+    gold = {ulid_of[d] for d in relevant if d in ulid_of}
+    columns = []
+    for s in settings:
+        with _config(kb, s.overrides):
+            res = kb.search(question.text, k=CHUNKS, channel=s.channel, channels=s.channels,
+                            graph_roots=k, explain=True)
+        best: dict[str, Any] = {}  # each document at its best chunk, as eval ranks documents
+        for h in res.hits:
+            if len(best) < k:
+                best.setdefault(h.doc_id, h)
+        columns.append({
+            "setting": s.name, "channel": res.channel, "why": res.channel_reason,
+            "explain": res.explain, "confidence": res.confidence, "abstained": res.abstained,
+            "documents": [{"rank": i, "doc_id": h.doc_id, "title": h.title, "path": h.path,
+                           "relevant": h.doc_id in gold, "score": h.score,
+                           "ranks": dict(h.ranks), "explain": h.explain}
+                          for i, h in enumerate(best.values(), 1)],
+        })
+    return {"question": {"id": question.id, "text": question.text, "class": question.cls},
+            "relevant": sorted(gold), "k": k, "settings": columns}

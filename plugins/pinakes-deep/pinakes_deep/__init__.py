@@ -21,6 +21,23 @@ def register_llm_backends(register):  # type: ignore[no-untyped-def]
         register(cls)
 
 
+class DeepEval:
+    """``pnk eval --deep``: every question through ``pnk ask --deep`` (:mod:`.evaluate`)."""
+
+    name = "deep"
+    help = "each question through `pnk ask --deep`: calls, tokens, euros and cited recall"
+
+    def run(self, kb, questions, relevant, source, *, json_, yes):  # type: ignore[no-untyped-def]
+        from .evaluate import eval_command
+
+        eval_command(kb, questions, relevant, source, json_=json_, yes=yes)
+
+
+@hookimpl
+def register_eval_modes(register):  # type: ignore[no-untyped-def]
+    register(DeepEval())
+
+
 @hookimpl
 def register_commands(cli):  # type: ignore[no-untyped-def]
     from .cli import add_commands

@@ -52,11 +52,19 @@ class ExpandChannel:
 
         return expand(graph, ctx.roots, ctx.dense.ids, ctx.cosines,
                       int(ctx.config.get("adjacent_k", 8)),
-                      limit=max(MAX_K, int(ctx.config.get("candidates", 100))))
+                      limit=max(MAX_K, int(ctx.config.get("candidates", 100))),
+                      record=ctx.record if getattr(ctx, "explain", False) else None)
+
+    def explain(self, ctx: Any, chunk_ids: list[int]) -> dict[str, Any]:
+        """How the expansion reached these chunks, from the records it kept (:mod:`.explain`)."""
+        from .explain import explain_reach
+
+        return explain_reach(ctx, ctx.kb.graph_index(ctx.store), ctx.record, chunk_ids)
 
 
 def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: np.ndarray,
-           fan_out: int, limit: int | None = None) -> list[tuple[int, float]]:
+           fan_out: int, limit: int | None = None,
+           record: dict[str, Any] | None = None) -> list[tuple[int, float]]:
     """Run the expansion; ``(chunk_id, score)`` of the reached chunks, best first.
 
     The roots themselves are not returned: they are already the fused top, and
@@ -79,6 +87,9 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
     later one, and a node's strength raised by an earlier node of the round is
     the strength it expands with; both are settled by iterating the round to
     a fixed point, which takes one or two passes.
+
+    ``record`` (an explained search) receives each node's depth and path
+    strength, the visited edges and the roots: what :mod:`.explain` reads.
     """
     fan_out = max(1, fan_out)
     root_nodes = graph.nodes_of_chunks(roots)
@@ -149,6 +160,9 @@ def expand(graph: GraphIndex, roots: list[int], dense_ids: np.ndarray, cosines: 
         level = np.concatenate(next_parts) if next_parts else np.zeros(0, dtype=np.int64)
         depth += 1
     reached = np.concatenate(reached_parts) if reached_parts else np.zeros(0, dtype=np.int64)
+    if record is not None:
+        record.update(depth_of=depth_of, strength=strength, visited=visited, roots=root_arr,
+                      fan_out=fan_out)
     score = _scores(reached, depth_of, strength, node_cos[cos_row[reached]])
     cids = graph.chunk_of[reached]
     if limit is not None and len(score) > limit:

@@ -811,6 +811,13 @@ class Trace:
     ms: float = 0.0
     relation_edges: int = 0  # mention edges the query's relation reweighted
     lifts: list[Lift] = field(default_factory=list)  # documents the bridges lifted, and why
+    #: An explained search (``pnk search --explain``) keeps what :mod:`.explain` reads:
+    keep: bool = False
+    walk: Any = None  # the operator the walk ran on (relation weights included)
+    reset: np.ndarray | None = None  # the reset vector, normalised
+    p: np.ndarray | None = None  # the walk's scores
+    scores: np.ndarray | None = None  # ... divided by centrality
+    blend: dict[str, Any] = field(default_factory=dict)  # blend_ranking's floor, top, parts
 
 
 def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray:
@@ -828,7 +835,8 @@ def lifted_scores(op: Operator, p: np.ndarray, settings: Settings) -> np.ndarray
 
 
 def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, float]],
-                  hybrid_weight: float, limit: int) -> list[tuple[int, float]]:
+                  hybrid_weight: float, limit: int,
+                  record: dict[str, Any] | None = None) -> list[tuple[int, float]]:
     """The final ranking: graph evidence on a log scale (0..1) plus the hybrid's own score.
 
     The walk's scores fall geometrically with every hop, so their raw ratios
@@ -836,7 +844,8 @@ def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, f
     the background) and the best (1), a hop costs a roughly constant amount.
     ``hybrid_weight`` times each fused hit's share of the top fused score is
     added, so among chunks the graph cannot tell apart the hybrid's evidence
-    decides, and a strong direct match keeps its place.
+    decides, and a strong direct match keeps its place. ``record`` (an explained
+    search) receives the floor, the top, and each chunk's evidence and hybrid part.
     """
     s = scores[op.chunk_nodes] if len(op.chunk_nodes) else np.zeros(0)
     out: dict[int, float] = {}
@@ -852,10 +861,16 @@ def blend_ranking(op: Operator, scores: np.ndarray, fused: Sequence[tuple[int, f
             g = (np.clip(np.log(s[pos] / floor) / math.log(smax / floor), 0.0, 1.0)
                  if smax > floor else np.ones(len(pos)))
             out = {int(op.chunk_ids[i]): float(x) for i, x in zip(pos, g, strict=True)}
+            if record is not None:
+                record.update(floor=floor, top=smax, evidence=dict(out))
     top = float(fused[0][1]) if fused else 0.0
+    hybrid = record.setdefault("hybrid", {}) if record is not None else None
     if top > 0 and hybrid_weight > 0:
         for cid, sc in fused:
-            out[int(cid)] = out.get(int(cid), 0.0) + hybrid_weight * float(sc) / top
+            part = hybrid_weight * float(sc) / top
+            out[int(cid)] = out.get(int(cid), 0.0) + part
+            if hybrid is not None:
+                hybrid[int(cid)] = part
     return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -897,11 +912,15 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
                                      settings.relation_hops)
     p, iterations = personalized_pagerank(walk, r, settings.damping, settings.tolerance,
                                           settings.max_iterations)
+    keep = trace is not None and trace.keep
     out: list[tuple[int, float]] = []
     if iterations:
         scores = lifted_scores(op, p, settings)
+        if keep:
+            trace.walk, trace.reset, trace.p, trace.scores = walk, r / float(r.sum()), p, scores
         if settings.blend and fused is not None:
-            out = blend_ranking(op, scores, fused, settings.hybrid_weight, limit)
+            out = blend_ranking(op, scores, fused, settings.hybrid_weight, limit,
+                                trace.blend if keep else None)
         else:
             out = top_chunks(op, scores, limit)
     if trace is not None:
@@ -955,6 +974,8 @@ class PPRChannel:
         settings = Settings.from_config(ctx.config)
         op = operator_for(graph, dtype=settings.precision)
         limit = max(int(ctx.config.get("candidates", 100)), 1)
+        if getattr(ctx, "explain", False):  # this search's own trace, kept for explain()
+            self.last = ctx.record["ppr"] = Trace(keep=True)
         fused = getattr(ctx, "fused", None)
         out = run_ppr(op, graph, settings, query=ctx.query, dense_ids=ctx.dense.ids,
                        cosines=ctx.cosines, roots=ctx.roots, conn=ctx.store.conn, limit=limit,
@@ -982,6 +1003,18 @@ class PPRChannel:
                                     node_cos, query_idf(ctx), settings.bridges)
         self.last.lifts = lifts
         return lifted if lifts else walked
+
+    def explain(self, ctx: Any, chunk_ids: list[int]) -> dict[str, Any]:
+        """Why the walk ranked these chunks: its seeds, and per chunk the path (:mod:`.explain`)."""
+        from .explain import explain_walk
+
+        trace = ctx.record.get("ppr")
+        if trace is None:
+            return {"channel": {"note": "no graph: the hybrid ranking stands"}, "hits": {}}
+        graph = ctx.kb.graph_index(ctx.store)
+        settings = Settings.from_config(ctx.config)
+        op = operator_for(graph, dtype=settings.precision)
+        return explain_walk(ctx, trace, graph, op, settings, chunk_ids)
 
 
 def query_idf(ctx: Any) -> dict[str, float]:
