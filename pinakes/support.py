@@ -16,7 +16,7 @@ the question is split in two:
 * **what it asks**: the remaining content words ("invented", "learning
   rate"), without the quantity word of "how many / how much / how long".
 
-and two things are measured, cheaply (regexes over the few hits the search
+and three things are measured, cheaply (regexes over the few hits the search
 already holds, IDF from the search's own cache):
 
 ``asked_gap``
@@ -32,13 +32,34 @@ already holds, IDF from the search's own cache):
     "What BLEU score did ...", "... LlamaIndex's SentenceSplitter". The notes
     cannot hold a fact about something they never mention.
 
-Both go to the calibrator (:mod:`pinakes.evaluation.calibration`), which
+``typed_missing``
+    a cheap reader of answer types. The question's wh-phrase says what kind
+    of token its answer is (:func:`answer_type`): a quantity ("how many",
+    "what size"), a date ("when was", "which release"), a name ("who",
+    "what is the name of", "which X"), a place ("where", "in which city"), or
+    nothing checkable ("why", "how do I", yes/no, two questions in one). The
+    top hits are read sentence by sentence; the sentence that matches the
+    question best (the largest share of its IDF mass, the hit's title and
+    headings counting for every sentence under them) should hold a token of
+    that kind (a number, a year or month, a capitalised word or code span
+    the question does not contain, ...). The gap between that best sentence
+    and the best one that does hold such a token (a neighbouring sentence's
+    token counts half) is 0 for an answer and large for a near miss: "What
+    font size do I use in VS Code?" against "I use VS Code ... with JetBrains
+    Mono font" (no number anywhere near), "What is the name of the cat ..."
+    against "I also have a cat that likes to visit" (no name). The feature
+    ramps from 0 at a gap of :data:`TYPED_GAP_FROM` (a stray word) to 1 at
+    :data:`TYPED_GAP_FULL` (a main content word of the question).
+
+All three go to the calibrator (:mod:`pinakes.evaluation.calibration`), which
 decides what they are worth; :meth:`Support.reason` turns them into the
 sentence an abstaining result carries ("found 'French press', nothing on
-'invented'"). Measured leads that did not pay (docs/benchmarks.md): a second
-short embedding of the asked part against the hits or their sentences, the
-wh-phrase's head noun ("which *chair*"): the answer to "what X" is an instance
-of X, rarely the word X, so its absence says little.
+'invented'"; "found 'VS Code' and 'font', but no number near them").
+Measured leads that did not pay (docs/benchmarks.md): a second short
+embedding of the asked part against the hits or their sentences, the
+wh-phrase's head noun ("which *chair*") missing from the hits: the answer to
+"what X" is an instance of X, rarely the word X, so its absence says little
+(the reader asks instead for a token that *could* be an instance).
 """
 
 from __future__ import annotations
@@ -75,11 +96,20 @@ class Support:
     unknown: list[str] = field(default_factory=list)  # names found nowhere in the KB, as written
     found: list[str] = field(default_factory=list)  # query terms the best hit holds (no names)
     gap: float = 0.0
+    expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE) or None
+    typed_gap: float = 0.0  # best sentence's share minus the best typed sentence's
+    near: list[str] = field(default_factory=list)  # what the best sentence holds, as written
 
     @property
-    def features(self) -> tuple[float, float]:
-        """``(asked_gap, unknown_name)`` for the calibrator."""
-        return self.gap, 1.0 if self.unknown else 0.0
+    def typed_missing(self) -> float:
+        """The typed gap as a 0..1 ramp: a stray word is no gap, a main content word is."""
+        span = TYPED_GAP_FULL - TYPED_GAP_FROM
+        return min(1.0, max(0.0, (self.typed_gap - TYPED_GAP_FROM) / span))
+
+    @property
+    def features(self) -> tuple[float, float, float]:
+        """``(asked_gap, unknown_name, typed_missing)`` for the calibrator."""
+        return self.gap, 1.0 if self.unknown else 0.0, self.typed_missing
 
     def reason(self) -> str:
         """Which part of the question found no support, in one line (for an abstention).
@@ -94,12 +124,19 @@ class Support:
             subject = self.about or self.found
             head = f"found {_quoted(subject, 'and')}, " if subject else ""
             return f"{head}nothing on {_quoted(self.unsupported)}"
+        if self.expects and self.typed_missing >= 0.5:
+            near = self.near or self.about or self.found
+            what = _KIND_NOUN[self.expects]
+            if not near:
+                return f"no {what} in the best matches"
+            return f"found {_quoted(near, 'and')}, but no {what} near {'it' if len(near) == 1 else 'them'}"
         return "the best matches are weak: no note matches the question closely"
 
     def to_dict(self) -> dict[str, Any]:
         return {"about": list(self.about), "asked": list(self.asked),
                 "unsupported": list(self.unsupported), "unknown": list(self.unknown),
-                "asked_gap": round(self.gap, 4)}
+                "asked_gap": round(self.gap, 4), "expects": self.expects,
+                "typed_gap": round(self.typed_gap, 4)}
 
 
 def _quoted(words: Sequence[str], joiner: str = "or", most: int = 3) -> str:
@@ -162,6 +199,325 @@ def _about(query: str, names: dict[tuple[str, ...], str]) -> tuple[list[str], se
     return list(dict.fromkeys(about)), {toks[k] for i, j in spans for k in range(i, j)}
 
 
+# --- what the question expects: a cheap reader of answer types ---------------------------
+
+QUANTITY, DATE, NAME, PLACE = "quantity", "date", "name", "place"
+_KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place"}
+#: The typed gap (a share of the query's IDF mass) under which nothing is missing: one
+#: stray word. At :data:`TYPED_GAP_FULL` (a main content word of a question) it counts fully.
+TYPED_GAP_FROM = 0.15
+TYPED_GAP_FULL = 0.30
+#: A neighbouring sentence's token answers at this share of the sentence's match ("Lamont
+#: (1895-1993) was a filmmaker. He died in Los Angeles." for "When did Lamont die?").
+NEIGHBOUR_CREDIT = 0.5
+
+_AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|must|may|might)"
+#: Words that may precede a wh-word at the head of its clause ("in which city", "roughly how").
+_LEAD = frozenset("and or but so then roughly approximately about exactly just in on at for "
+                  "from to by with of since until during into".split())
+_WH = re.compile(r"\b(how|what|which|who|whom|whose|when|where|why)\b")
+#: Head nouns of "what/which X" whose answer is a quantity, a date, a place or a name.
+_MEASURE = frozenset("""size number count amount price cost rate ratio percentage percent score
+    length height width weight depth age population speed temperature duration capacity limit
+    maximum minimum budget salary fee dose dosage frequency accuracy latency throughput
+    bandwidth distance volume area total sum threshold timeout interval quota""".split())
+_DATE_NOUNS = frozenset("year date month day time decade century era week hour season release "
+                        "version".split())
+_PLACE_NOUNS = frozenset("""city country place town state location venue region continent address
+    village county province island street neighbourhood neighborhood""".split())
+_NAME_NOUNS = frozenset({"name", "title", "nickname"})
+#: "how many <unit>": the number must carry that unit (or its symbol) to answer.
+_UNITS: dict[str, tuple[str, ...]] = {
+    "milligrams": ("mg", "milligram"), "grams": ("g", "gram", "gr"), "kilograms": ("kg", "kilo"),
+    "pounds": ("lb", "lbs", "pound", "£"), "ounces": ("oz", "ounce"), "litres": ("l", "litre", "liter"),
+    "liters": ("l", "liter", "litre"), "millilitres": ("ml",), "milliliters": ("ml",),
+    "metres": ("m", "metre", "meter"), "meters": ("m", "meter", "metre"), "kilometres": ("km",),
+    "kilometers": ("km",), "miles": ("mi", "mile"), "feet": ("ft", "foot"), "inches": ("in", "inch"),
+    "centimetres": ("cm",), "centimeters": ("cm",), "millimetres": ("mm",), "millimeters": ("mm",),
+    "bytes": ("b", "byte"), "kilobytes": ("kb", "k"), "megabytes": ("mb", "m"),
+    "gigabytes": ("gb", "g"), "terabytes": ("tb", "t"), "seconds": ("s", "sec", "second", "secs"),
+    "minutes": ("min", "mins", "minute"), "hours": ("h", "hr", "hrs", "hour"), "days": ("d", "day"),
+    "weeks": ("w", "wk", "week"), "months": ("mo", "month"), "years": ("y", "yr", "yrs", "year"),
+    "calories": ("kcal", "cal", "calorie"), "dollars": ("$", "usd", "dollar"),
+    "euros": ("€", "eur", "euro"), "percent": ("%",), "degrees": ("°", "degree"),
+    "milliseconds": ("ms", "millisecond"), "pixels": ("px", "pixel"), "points": ("pt", "point"),
+}
+_NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten eleven twelve
+    thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty
+    seventy eighty ninety hundred hundreds thousand thousands million millions billion billions
+    dozen dozens half thrice several few couple daily weekly monthly yearly hourly nightly
+    annually""".split())
+_MONTHS = frozenset("january february march april may june july august september october "
+                    "november december".split())
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday yesterday today "
+                  "tomorrow".split())
+# A number standing alone (not inside "x86_64", "M10P", "MRR@10", a path or a version's tail),
+# with an optional currency sign before and a short unit or % after ("46G", "100GB", "5%").
+_NUMBER = re.compile(r"(?<![\w@#/.\-])[-+]?[$£€]?\d+(?:[.,:]\d+)*(?:\s?%|[a-zA-Z]{0,3}\b)?(?![\w@])")
+_RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
+_YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
+_DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
+                   r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
+_CODE = re.compile(r"`([^`\n]+)`")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)*"
+                   r"|(?<![\w/])[\w.\-]+(?:/[\w.\-]+)+\.[a-z]{1,5}\b"
+                   r"|(?<![\w/])[\w.\-]+/[\w.\-]+/[\w.\-]+")
+_TOKEN = re.compile(r"[^\W_][\w'’\-]*")
+# Link targets and bare URLs carry digits and capitals that answer nothing.
+_LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|<[^>\s]+>")
+_ITEM = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\||#)")
+# A list item's or a diary line's marker ("- ", "2. ", "(8) "): its next word opens a sentence.
+_MARKER = re.compile(r"^(?:[-*+]|\d+[.)]|\(\d+\))\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+
+
+_NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
+_PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _is_head(text: str, pos: int) -> bool:
+    """Is the wh-word at ``pos`` its clause's head ("in which city"), not embedded ("decide how")?"""
+    before = re.split(r"[,;:.?!(]|\b(?:and|or|but)\b", text[:pos])[-1].split()
+    return all(w in _LEAD for w in before)
+
+
+def _noun_kind(words: Sequence[str]) -> str | None:
+    head = [w for w in words if w not in STOPWORDS]
+    if not head:
+        return None
+    h = head[-1]
+    if h in _MEASURE:
+        return QUANTITY
+    if h in _DATE_NOUNS:
+        return DATE
+    if h in _PLACE_NOUNS:
+        return PLACE
+    if h in _NAME_NOUNS:
+        return NAME
+    return None
+
+
+def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
+    """What kind of token answers ``query`` (and the unit a count must carry), or ``(None, ())``.
+
+    English wh-phrases only, read at the head of the question: "how many
+    milligrams" -> a quantity in mg; "when was" -> a date; "who" or "what is the
+    name of" -> a name; "where" / "in which city" -> a place; "which <noun>" -> a
+    name (an instance of the noun: "Which font ..." -> "JetBrains Mono"), unless
+    it offers a choice ("X or Y"). Anything else is not checked: "why", "how do
+    I", "what does X do", a yes/no question, a question asking two things of
+    different kinds, and a question behind a context sentence ("X did Y in 2019.
+    How many ...?": its top hits serve the context, not the asked fact).
+    """
+    low = query.strip().lower().replace("’", "'")
+    if re.search(r"[.?!;:]\s+\S", low.rstrip("?!. ")):
+        return None, ()
+    if re.match(_AUX + r"\b", low) and _WH.search(low):
+        return None, ()
+    heads = [m for m in _WH.finditer(low) if _is_head(low, m.start())]
+    if not heads or len({m.group(1) for m in heads}) > 1 or len(heads) > 2:
+        return None, ()
+    main = low[heads[0].start():]
+    if main.startswith("how long ago"):
+        return QUANTITY, ()
+    m = re.match(r"how\s+(many|much)\b((?:\s+[\w\-]+){0,3})", main)
+    if m:
+        noun: list[str] = []
+        for w in m.group(2).split():
+            if w in STOPWORDS or w in _NOUN_STOP or re.fullmatch(_AUX, w):
+                break
+            noun.append(w)
+        # The counted noun: the first plural among them ("linking pages", "people live").
+        head = next((w for w in noun if w in _PLURALS or w.endswith("s") and not w.endswith("ss")),
+                    noun[0] if noun else "")
+        if head in _UNITS:
+            return QUANTITY, _UNITS[head]
+        if m.group(1) == "many" and head and head != "times":
+            # A count of X is written "N X": "24 layers", "3-4 days". A number next to
+            # something else ("one million tokens" for "how many entities") is not it.
+            return QUANTITY, tuple(dict.fromkeys((head, _singular(head))))
+        return QUANTITY, ()
+    if re.match(r"how\s+(?:long|old|far|often|big|large|small|fast|tall|high|wide|deep|heavy|"
+                r"quickly|soon)\b", main):
+        return QUANTITY, ()
+    if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):
+        return DATE, ()
+    if re.match(r"(?:who|whom|whose)\b", main):
+        return NAME, ()
+    if main.startswith("where"):
+        return PLACE, ()
+    m = re.match(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?\s*"
+                 r"(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|that|which|who|i|you|we)\b|[?,]|$)",
+                 main)
+    if m:
+        return _noun_kind(m.group(2).split()), ()
+    m = re.match(r"(what|which)\s+(.*?)(?=\s+" + _AUX + r"\b|\s+(?:of|in|on|for|at|from|to|by|"
+                 r"with)\b|[?,]|$)", main)
+    if m:
+        kind = _noun_kind(m.group(2).split())
+        if kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main):
+            kind = NAME
+        return kind, ()
+    return None, ()
+
+
+def sentences(text: str) -> list[str]:
+    """A chunk's text as sentences: list items, table rows and headings apart; link targets gone.
+
+    Hard-wrapped lines join their paragraph; a blockquote's markers go.
+    """
+    units: list[str] = []
+    for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
+        current: list[str] = []
+        for line in block.split("\n"):
+            line = re.sub(r"^\s*>\s?", "", line)
+            if _ITEM.match(line) and current:
+                units.append(" ".join(current))
+                current = []
+            current.append(line.strip())
+        if current:
+            units.append(" ".join(current))
+    return [s for u in units if u.strip()
+            for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()]
+
+
+def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, ...] = ()) -> bool:
+    """Does ``text`` hold a token that could answer a question of ``kind``?
+
+    ``asked``: the question's own tokens (lower case), which never count: the
+    answer to "how many threads with -Z threads=8" is not the 8 it was asked with.
+    """
+    if kind in (QUANTITY, DATE):
+        # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
+        text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
+    if kind == QUANTITY:
+        for m in _NUMBER.finditer(text):
+            tok = m.group(0).strip().lower()
+            if tok in asked or tok.rstrip("%") in asked:
+                continue
+            if not units:
+                return True
+            after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
+            suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)
+            unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)
+            said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
+            if said & set(units) or {_singular(w) for w in said if w} & set(units):
+                return True
+        words = [w.lower() for w in _TOKEN.findall(text)]
+        for i, w in enumerate(words):
+            if w in asked or w not in _NUMBER_WORDS and w not in ("one", "a", "an"):
+                continue
+            if not units:
+                if w in _NUMBER_WORDS:
+                    return True
+            elif i + 1 < len(words) and _singular(words[i + 1]) in {_singular(u) for u in units}:
+                return True  # "fifteen grams", "a day", "an hour"
+        return False
+    if kind == DATE:
+        if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
+            return True
+        if _DATE.search(text) or _VERSION.search(text):
+            return True
+        for w in _TOKEN.findall(text):
+            low = w.lower()
+            if low in asked:
+                continue
+            if low in _DAYS or (low in _MONTHS and (w[0].isupper() or low not in ("may", "march"))):
+                return True
+        return False
+    # A name or a place: a capitalised word past a sentence's first, a mixed-case or
+    # letters-and-digits token, a code span or a path that the question does not contain.
+    if any(m.group(0).lower() not in asked for m in _PATH.finditer(text)):
+        return True
+    if any(m.group(1).strip().lower() not in asked for m in _CODE.finditer(text)):
+        return True
+    for m in _TOKEN.finditer(text):
+        w = m.group(0)
+        if w.islower() or w.lower() == w.upper():
+            continue  # the common case, cheaply: an ordinary word, or no letters ("1-1", "2019")
+        w = w.replace("’", "'").split("'")[0]  # "Lothair's", "I've": the word itself
+        low = w.lower()
+        if low in asked or low in STOPWORDS or len(w) < 2:
+            continue
+        if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):
+            return True  # "iTerm", "TEDx", "M10P", "GPT4": a name wherever it stands
+        if w[0].isupper() and not _after_stop(text, m.start()):
+            return True  # "Alan" in "invented by Alan Adler"; not "The" opening a sentence
+    return False
+
+
+def _after_stop(text: str, pos: int) -> bool:
+    """Does the word at ``pos`` open a sentence (only spaces, quotes, brackets since a stop)?"""
+    j = pos - 1
+    while j >= 0 and (text[j].isspace() or text[j] in "\"'([*_"):
+        j -= 1
+    return j < 0 or text[j] in ".!?:"
+
+
+def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
+              patterns: dict[str, re.Pattern[str]]) -> tuple[str | None, float, set[str]]:
+    """The answer's kind, the typed gap (see the module docstring) and the best sentence's terms.
+
+    0 when the question's kind is not checkable, or when the sentence that
+    matches the question best (or one as good) holds a token of that kind.
+    """
+    kind, units = answer_type(query)
+    if kind is None or not terms:
+        return kind, 0.0, set()
+    asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}
+    asked |= {w.rstrip(".") for w in asked} | {w[:-2] for w in asked if w.endswith("'s")}
+    frozen = frozenset(asked)
+    mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
+    scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
+    per_hit: list[tuple[list[str], bool]] = []
+    best_all, best_terms = 0.0, set()
+    for h in hits:
+        context = f"{h.title}\n{' > '.join(h.heading_path)}"
+        in_context = {t for t in terms if patterns[t].search(context)}
+        if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
+            context_typed = holds_typed(kind, context, frozen)
+        elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
+            context_typed = bool(_PATH.search(context) or _CODE.search(context))
+        else:
+            context_typed = False
+        sents = sentences(h.text)
+        per_hit.append((sents, context_typed))
+        for i, sent in enumerate(sents):
+            got = {t for t in terms if patterns[t].search(sent)} | in_context
+            share = sum(idf.get(t, 0.0) for t in got) / mass
+            scored.append((share, len(per_hit) - 1, i))
+            if share > best_all:
+                best_all, best_terms = share, got
+    # Best-matching sentences first; reading stops once no sentence left can do better.
+    typed: dict[tuple[int, int], bool] = {}
+
+    def holds(hi: int, si: int) -> bool:
+        if (hi, si) not in typed:
+            typed[hi, si] = holds_typed(kind, per_hit[hi][0][si], frozen, units)
+        return typed[hi, si]
+
+    best_typed = 0.0
+    for share, hi, si in sorted(scored, key=lambda x: -x[0]):
+        if share <= best_typed:
+            break
+        if per_hit[hi][1] or holds(hi, si):
+            best_typed = share
+            break
+        n = len(per_hit[hi][0])
+        if any(holds(hi, k) for k in (si - 1, si + 1) if 0 <= k < n):
+            best_typed = max(best_typed, NEIGHBOUR_CREDIT * share)
+    return kind, max(0.0, best_all - best_typed), best_terms
+
+
 # --- the measurement ---------------------------------------------------------------------
 
 
@@ -213,10 +569,14 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like and df_of(low) == 0:
             unknown.append(word)
+    kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)
+    near = list(about) + [written.get(t, t) for t in sorted(
+        (t for t in near_terms if t not in about_toks), key=lambda t: -idf[t])][:max(0, 3 - len(about))]
     return Support(about=about, asked=asked,
                    unsupported=[written.get(t, t) for t in unsupported],
                    unknown=list(dict.fromkeys(unknown)),
-                   found=[written.get(t, t) for t in found[:3]], gap=gap)
+                   found=[written.get(t, t) for t in found[:3]], gap=gap,
+                   expects=kind, typed_gap=typed, near=near)
 
 
 def assess_search(kb: KB, hits: Sequence[Any], lists: Any) -> Support | None:

@@ -628,8 +628,16 @@ def test_a_near_miss_round0_is_not_the_cheap_exit_of_deep(make_kb: Any) -> None:
     plan = plan_json(("q1", "Who invented the French press?", []))
     with FakeLLM([plan, "UNKNOWN", "The notes do not say who invented the French press."]) as server:
         data = run(kb, server, WHO, deep=True)
-    assert not data["round0"]["confident"] and not data["round0"]["abstained"]
+    # Round 0 abstains, naming the unsupported part; --deep still looks further.
+    assert not data["round0"]["confident"] and data["round0"]["abstained"]
+    assert data["round0"]["reason"] == "found 'French press', nothing on 'invented'"
     assert calls_of(data, "decompose") and data["stop_reason"] != "confident"
+    # Plain ask says the notes do not contain it, and pays nothing.
+    with FakeLLM(["Attilio Calimani [1]."]) as server:
+        plain = run(kb, server, WHO, deep=False)
+    assert server.calls == 0 and plain["stop_reason"] == "not-in-notes"
+    assert plain["answer"].startswith(
+        "The notes do not contain this: found 'French press', nothing on 'invented'")
     # An abstaining round 0 with --deep goes to the loop too, rather than stopping.
     with FakeLLM([plan_json(("q1", CHEMEX, [])), "UNKNOWN", "Not in the notes."]) as server:
         deep = run(kb, server, CHEMEX, deep=True)

@@ -22,13 +22,15 @@ per-query cost is a few dot products and one tiny SQL lookup:
     1 when a graph channel reordered the result (the query named an entity),
     so a calibration fitted with the default channel on knows how much the
     graph's reordering is worth;
-``asked_gap`` / ``unknown_name``
+``asked_gap`` / ``unknown_name`` / ``typed_missing``
     whether the top hits support what the question *asks*, not only what it
     is about (:mod:`pinakes.support`): the largest share of the query's IDF
-    mass carried by one asked word the best of the top hits lacks, and 1 when
-    the question names something the KB never mentions. They are what tells
-    a near miss (the notes name the subject, never the asked fact) from an
-    answer.
+    mass carried by one asked word the best of the top hits lacks; 1 when
+    the question names something the KB never mentions; and how far the
+    sentences that match the question best are from holding a token of the
+    kind it asks for (a number for "how many", a date for "when", a name for
+    "who"). They are what tells a near miss (the notes name the subject,
+    never the asked fact) from an answer.
 
 Every feature but the last is read from the hybrid's own two lists, before
 any graph channel: the channel adds evidence to the ranking, and the
@@ -66,9 +68,9 @@ if TYPE_CHECKING:
     from ..kb import KB
 
 FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
-            "graph_used", "asked_gap", "unknown_name")
+            "graph_used", "asked_gap", "unknown_name", "typed_missing")
 #: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
-FEATURE_SET = "v4:" + ",".join(FEATURES)
+FEATURE_SET = "v5:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -135,10 +137,10 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
     graph_used = 1.0 if ranked.get("graph") else 0.0
     support = assess_search(kb, hits, lists)
-    gap, unknown = support.features if support is not None else (0.0, 0.0)
+    gap, unknown, typed = support.features if support is not None else (0.0, 0.0, 0.0)
     return np.array(
         [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used,
-         gap, unknown],
+         gap, unknown, typed],
         dtype=np.float64,
     )
 
