@@ -469,8 +469,9 @@ def apply_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport) -
             "SELECT ulid, group_concat(path, ', ') FROM documents GROUP BY ulid HAVING count(*) > 1"
         ).fetchall()
         generation = store.generation
-        if scan.prepared or scan.removed or report.rebuilt:
-            # Readers (a running MCP server) reload vectors only when this moves.
+        if scan.prepared or scan.removed or report.rebuilt or generation == 0:
+            # Readers (a running MCP server) reload vectors only when this moves. A first
+            # sync always leaves generation 1, even of an empty KB: 0 means "being built".
             generation += 1
             store.set_meta("generation", str(generation))
         store.set_meta("last_sync", str(time.time()))

@@ -43,8 +43,15 @@ def e5_kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    kb = KB.open(root)
-    report = kb.sync()
+    # Its own embedding cache: with tests spread over workers, this fixture may run once per
+    # worker, and a cache shared between them would leave the second with nothing to embed.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PINAKES_CACHE_DIR", str(tmp_path_factory.mktemp("e5-cache")))
+    try:
+        kb = KB.open(root)
+        report = kb.sync()
+    finally:
+        mp.undo()
     assert report.chunks_embedded > 0 and not report.problems
     return kb
 
