@@ -159,6 +159,7 @@ def _bridge_schema(conn: sqlite3.Connection, docs: list[DocView]) -> None:
         CREATE INDEX entity_names_doc ON entity_names(doc);
         CREATE TABLE entity_context (doc INTEGER, chunk INTEGER, key TEXT, words TEXT);
         CREATE INDEX entity_context_doc ON entity_context(doc);
+        CREATE INDEX entity_context_doc_key ON entity_context(doc, key);
     """)
     conn.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)",
                      [(d.key, d.ulid, d.title, d.path) for d in docs])

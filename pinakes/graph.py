@@ -375,7 +375,8 @@ class GraphIndex:
         pos = np.searchsorted(self._chunk_sorted, ids)
         pos = np.clip(pos, 0, len(self._chunk_sorted) - 1)
         hit = self._chunk_sorted[pos] == ids
-        return {int(c): int(self._chunk_order[p]) for c, p, h in zip(ids, pos, hit, strict=True) if h}
+        return {c: o for c, o, h in zip(ids.tolist(), self._chunk_order[pos].tolist(), hit.tolist(),
+                                        strict=True) if h}
 
     def slice(self, idx: int) -> slice:
         return slice(int(self.indptr[idx]), int(self.indptr[idx + 1]))

@@ -137,3 +137,39 @@ def test_context_fit() -> None:
     fit, found = context_fit("how to prepare matcha at a tea house", {"tea": 2.0, "whisk": 2.0})
     assert fit == 0.5 and found == ["tea"]
     assert context_fit("", {"tea": 1.0}) == (0.0, [])
+
+
+def test_context_fit_reads_words_not_substrings() -> None:
+    # The substring pre-check only skips contexts that cannot hold a stem; it never decides.
+    from pinakes_ppr.bridges import context_stems
+
+    weights = {"tea": 1.0, "grind": 2.0, "lisb": 1.5, "café": 1.0}
+    for context in ("steady", "Grinder settings", "I brought it from LISBON", "a café au lait",
+                    "tea’s steep", "grinding beans: tea, and a café", "", "instead of that"):
+        held = context_stems(context)
+        found = sorted(s for s in weights if s in held)
+        want = (sum(weights[s] for s in found) / sum(weights.values()), found) if found else (0.0, [])
+        assert context_fit(context, weights) == want, context
+
+
+def test_pair_contexts_read_both_directions_of_each_pair(make_kb) -> None:
+    """The words joining a root to its neighbours: its links out, their links and mentions back."""
+    from pinakes_ppr.bridges import doc_graph, pair_contexts
+
+    kb = make_kb({
+        "root.md": "# Kettle\n\nI heat water for tea in a [[Gooseneck]] pour-over spout kettle.\n",
+        "gooseneck.md": "# Gooseneck\n\nA narrow spout. Holds 1.2 litres.\n",
+        "stove.md": "# Stove\n\nThe Kettle sits on the back burner, beside the pan.\n",
+        "pan.md": "# Pan\n\nCast iron. See [[Stove]] for the burner it sits on.\n",
+    }, name="pairs")
+    kb.sync()
+    store = kb.reader()
+    graph = kb.graph_index(store)
+    dg = doc_graph(store.conn, graph)
+    row = {int(k): r for r, k in enumerate(dg.doc_key.tolist())}
+    key = dict(store.conn.execute("SELECT path, doc FROM documents").fetchall())
+    root, goose, stove, pan = (row[key[p]] for p in ("root.md", "gooseneck.md", "stove.md", "pan.md"))
+    got = pair_contexts(store.conn, dg, [(root, goose), (root, stove)])
+    assert "pour" in got[(root, goose)] and "spout" in got[(root, goose)]  # root's link out
+    assert "burner" in got[(root, stove)]  # stove names the root's title: the words next to it
+    assert (stove, pan) not in got and (pan, stove) not in got  # two neighbours: not asked

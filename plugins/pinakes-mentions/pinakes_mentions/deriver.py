@@ -113,6 +113,8 @@ CREATE TABLE IF NOT EXISTS entity_context (   -- the words next to `key`'s menti
     words TEXT NOT NULL                        -- space-separated content words (folded)
 );
 CREATE INDEX IF NOT EXISTS entity_context_doc ON entity_context(doc);
+-- the bridges' read of the words next to given names in given documents (pinakes-ppr)
+CREATE INDEX IF NOT EXISTS entity_context_doc_key ON entity_context(doc, key);
 CREATE TABLE IF NOT EXISTS entity_keys (      -- one row per vocabulary key
     key TEXT PRIMARY KEY,
     label TEXT NOT NULL,

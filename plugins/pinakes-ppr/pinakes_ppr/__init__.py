@@ -75,7 +75,7 @@ from pinakes.text import (
     query_terms,
 )
 
-from .bridges import BridgeSettings, Lift, bridge_lift, doc_graph
+from .bridges import BridgeSettings, ChunkCosines, Lift, bridge_lift, doc_graph
 from .relations import relation_index, relation_walk
 
 __version__ = "0.1.0"
@@ -997,10 +997,9 @@ class PPRChannel:
         base = walked or list(fused or [])
         if not base:
             return walked
-        node_cos = np.full(graph.n, -1.0, dtype=np.float64)
-        node_cos[op.chunk_nodes] = op.chunk_cosines(ctx.dense.ids, ctx.cosines)
+        cosines = ChunkCosines(graph, np.asarray(ctx.dense.ids), np.asarray(ctx.cosines))
         lifted, lifts = bridge_lift(doc_graph(ctx.store.conn, graph), graph, ctx.store.conn, base,
-                                    node_cos, query_idf(ctx), settings.bridges)
+                                    cosines, query_idf(ctx), settings.bridges)
         self.last.lifts = lifts
         return lifted if lifts else walked
 

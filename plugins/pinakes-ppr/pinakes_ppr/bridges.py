@@ -241,24 +241,30 @@ def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[
     sentence, list item or table cell around it, and the heading path of the
     section it sits in; a sidecar link adds its ``rel`` and ``note``. For a
     title mention, the words next to the name (the mentions plugin's
-    ``entity_context``). Read per query for the few pairs a query's roots make.
+    ``entity_context``). Read per query for the few pairs a query's roots make:
+    from the roots to their neighbours and back, never between two neighbours
+    (the rows between neighbours are most of what a wider read would fetch).
     """
     out: dict[tuple[int, int], list[str]] = {}
     if not pairs:
         return {}
     want = {(int(dg.doc_key[a]), int(dg.doc_key[b])): (a, b) for a, b in pairs}
     want.update({(kb_, ka): pair for (ka, kb_), pair in list(want.items())})
-    docs = sorted({k for pair in want for k in pair})
-    try:
-        rows = conn.execute(
-            "SELECT l.src_doc, d.doc, l.origin, l.rel, l.label, l.context, c.heading_path, l.form, "
-            "l.raw "
-            "FROM links l JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
-            "LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk "
-            f"WHERE l.src_doc IN ({_marks(docs)}) AND d.doc IN ({_marks(docs)})",
-            [*docs, *docs]).fetchall()
-    except sqlite3.OperationalError:
-        rows = []  # a store without the link context columns: mentions only
+    linked, named = _pair_kinds(dg, pairs)
+    rows: list[Any] = []
+    if linked:
+        roots, ends = _sides(dg, linked)
+        try:
+            for src_docs, dst_docs in ((roots, ends), (ends, roots)):
+                rows += conn.execute(
+                    "SELECT l.src_doc, d.doc, l.origin, l.rel, l.label, l.context, c.heading_path, "
+                    "l.form, l.raw "
+                    "FROM links l JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
+                    "LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk "
+                    f"WHERE l.src_doc IN ({_marks(src_docs)}) AND d.doc IN ({_marks(dst_docs)})",
+                    [*src_docs, *dst_docs]).fetchall()
+        except sqlite3.OperationalError:
+            rows = []  # a store without the link context columns: mentions only
     for src, dst, origin, rel, label, context, heading, form, raw in rows:
         pair = want.get((int(src), int(dst)))
         if pair is None:
@@ -269,18 +275,63 @@ def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[
         if origin != "reverse-scan":
             words.append(str(rel).replace("_", " "))
         out.setdefault(pair, []).append(" ".join(w for w in words if w))
-    try:
-        ment = conn.execute(
-            "SELECT x.doc, n.doc, x.words FROM entity_context x JOIN entity_names n ON n.key = x.key "
-            f"WHERE x.doc IN ({_marks(docs)}) AND n.doc IN ({_marks(docs)}) "
-            "AND n.source IN ('title', 'alias')", [*docs, *docs]).fetchall()
-    except sqlite3.OperationalError:
-        ment = []
-    for doc, owner, words in ment:
-        pair = want.get((int(doc), int(owner)))
-        if pair is not None and doc != owner:
-            out.setdefault(pair, []).append(words)
+    if named:
+        for doc, owner, words in _mention_contexts(conn, *_sides(dg, named)):
+            pair = want.get((int(doc), int(owner)))
+            if pair is not None and doc != owner:
+                out.setdefault(pair, []).append(words)
     return {k: " ".join(v) for k, v in out.items()}
+
+
+def _pair_kinds(dg: DocGraph, pairs: Sequence[tuple[int, int]],
+                ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The pairs joined by a link, and those joined by a title mention (a pair may be both)."""
+    linked: list[tuple[int, int]] = []
+    named: list[tuple[int, int]] = []
+    for a, b in pairs:
+        lo, hi = int(dg.ptr[a]), int(dg.ptr[a + 1])
+        e = lo + int(np.searchsorted(dg.nbr[lo:hi], b))  # a row's neighbours are sorted
+        found = e < hi and int(dg.nbr[e]) == b
+        if not found or dg.link_w[e] > 0:
+            linked.append((a, b))
+        if not found or dg.mention_w[e] > 0:
+            named.append((a, b))
+    return linked, named
+
+
+def _sides(dg: DocGraph, pairs: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """The documents (``documents.doc``) on each side of some pairs."""
+    return (sorted({int(dg.doc_key[a]) for a, _ in pairs}),
+            sorted({int(dg.doc_key[b]) for _, b in pairs}))
+
+
+def _mention_contexts(conn: sqlite3.Connection, roots: list[int], ends: list[int],
+                      ) -> list[tuple[int, int, str]]:
+    """``(doc, owner, words)``: the words next to each title of one side named in the other.
+
+    The names first (a few rows per document), then the mentions of exactly
+    those names in the other side's documents (the ``(doc, key)`` index).
+    """
+    try:
+        names = conn.execute(
+            f"SELECT key, doc FROM entity_names WHERE doc IN ({_marks(roots + ends)}) "
+            "AND source IN ('title', 'alias')", roots + ends).fetchall()
+    except sqlite3.OperationalError:
+        return []  # no mentions plugin: documents are joined by links only
+    owners: dict[str, set[int]] = {}
+    for key, doc in names:
+        owners.setdefault(key, set()).add(int(doc))
+    out: list[tuple[int, int, str]] = []
+    for docs, named in ((roots, set(ends)), (ends, set(roots))):
+        side = {k: sorted(ds & named) for k, ds in owners.items() if ds & named}
+        if not side:
+            continue
+        keys = sorted(side)
+        for doc, key, words in conn.execute(
+                f"SELECT doc, key, words FROM entity_context WHERE doc IN ({_marks(docs)}) "
+                f"AND key IN ({_marks(keys)})", [*docs, *keys]):
+            out += [(doc, owner, words) for owner in side[key]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -356,18 +407,50 @@ def context_fit(context: str, weights: dict[str, float]) -> tuple[float, list[st
     mass = sum(weights.values())
     if mass <= 0 or not context:
         return 0.0, []
+    # A stem is a prefix of a lower-cased word (pinakes_ppr._stem): a context holding none of
+    # the stems as a substring holds none as a word, and needs no stemming (most contexts).
+    low = context.lower().replace("\u2019", "'")
+    if not any(s in low for s in weights):
+        return 0.0, []
     held = context_stems(context)
     found = sorted(s for s in weights if s in held)
     return sum(weights[s] for s in found) / mass, found
 
 
+@dataclass
+class ChunkCosines:
+    """The query's cosine of graph chunk nodes, read only for the nodes a lift asks about.
+
+    ``dense_ids`` (sorted, the dense index's chunk ids) and ``cosines`` (one per
+    dense row) are the search's own; a full per-node array would cost a scatter
+    over every chunk of the KB on every query, and a lift reads a few dozen.
+    ``top`` is the best cosine of any chunk (0 when no chunk has a vector).
+    """
+
+    graph: GraphIndex
+    dense_ids: np.ndarray
+    cosines: np.ndarray
+
+    @property
+    def top(self) -> float:
+        return float(self.cosines.max()) if len(self.cosines) else 0.0
+
+    def of_nodes(self, nodes: np.ndarray) -> np.ndarray:
+        """Cosine per chunk node (0 for a chunk without a vector)."""
+        ids = self.graph.chunk_of[nodes].astype(np.int64)
+        if not len(self.dense_ids) or not len(ids):
+            return np.zeros(len(ids))
+        pos = np.clip(np.searchsorted(self.dense_ids, ids), 0, len(self.dense_ids) - 1)
+        return np.where(self.dense_ids[pos] == ids, self.cosines[pos].astype(np.float64), 0.0)
+
+
 def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
-                base: Sequence[tuple[int, float]], node_cos: np.ndarray,
+                base: Sequence[tuple[int, float]], cosines: ChunkCosines,
                 terms: dict[str, float], settings: BridgeSettings,
                 ) -> tuple[list[tuple[int, float]], list[Lift]]:
     """``base`` (chunk id, score; best first) with bridged documents lifted; and why.
 
-    ``node_cos``: the query cosine of every graph node (chunks; -1 elsewhere);
+    ``cosines``: the query's cosines, read for the few chunk nodes a lift needs;
     ``terms``: the query's terms and their IDF (the lexical stage's).
     Returns ``base`` itself (and no lifts) when nothing is lifted.
     """
@@ -387,12 +470,12 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
     # Candidate pairs first (cheap, from arrays), then their contexts (one read for all).
     cand: list[tuple[int, int, int]] = []  # (root row, neighbour row, entry)
     for a, (_chunk, a_score) in roots:
-        for e in range(int(dg.ptr[a]), int(dg.ptr[a + 1])):
-            b = int(dg.nbr[e])
-            if b in best and best[b][1] >= a_score:
-                continue  # B already ranks above A: A has nothing to add
-            if max(dg.link_w[e], dg.mention_w[e]) > 0:
-                cand.append((a, b, e))
+        lo, hi = int(dg.ptr[a]), int(dg.ptr[a + 1])
+        strong = (np.maximum(dg.link_w[lo:hi], dg.mention_w[lo:hi]) > 0).tolist()
+        for e, b, ok in zip(range(lo, hi), dg.nbr[lo:hi].tolist(), strong, strict=True):
+            if not ok or (b in best and best[b][1] >= a_score):
+                continue  # no join, or B already ranks above A: A has nothing to add
+            cand.append((a, b, e))
     if not cand:
         return list(base), []
     weights = query_weights(terms)
@@ -424,31 +507,53 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
         })
     if not gained:
         return list(base), []
-    chunk_cos = node_cos[dg.chunk_nodes] if len(dg.chunk_nodes) else np.zeros(0)
-    cos_top = float(chunk_cos.max()) if len(chunk_cos) else 0.0
     scores = {int(c): float(sc) for c, sc in base}
-    lifts: list[Lift] = []
-    for b, g in gained.items():
-        nodes = dg.chunk_nodes[dg.chunk_ptr[b]:dg.chunk_ptr[b + 1]]
-        if not len(nodes):
-            continue
-        gates = _gate(node_cos[nodes], cos_top, settings)
-        chunks = graph.chunk_of[nodes]
-        before = np.array([scores.get(int(c), 0.0) for c in chunks])
-        raw = before + settings.weight * top * g * gates
-        after = np.maximum(before, _below(raw, cap[b] * settings.cap))
-        i = int(np.argmax(after))
-        if after[i] > before[i]:
-            chunk = int(chunks[i])
-            scores[chunk] = float(after[i])
-            lifts.append(Lift(b, chunk, via[b], round(float(gates[i]), 4),
-                              float(after[i] - before[i]), float(before[i]), float(after[i])))
+    lifts = _apply(dg, graph, list(gained.items()), cap, cosines, top, scores, settings)
     if not lifts:
         return list(base), []
+    for lift in lifts:
+        lift.via = via[lift.doc_row]
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])), lifts
 
 
-def _below(raw: np.ndarray, ceiling: float) -> np.ndarray:
+def _apply(dg: DocGraph, graph: GraphIndex, gained: list[tuple[int, float]], cap: dict[int, float],
+           cosines: ChunkCosines, top: float, scores: dict[int, float],
+           settings: BridgeSettings) -> list[Lift]:
+    """Lift each gaining document's best chunk (``scores`` updated in place); what was lifted.
+
+    One pass over the chunks of every gaining document at once (a document's
+    chunks are contiguous in ``dg.chunk_nodes``): each chunk's gate, its score
+    plus the lift kept under the document's ceiling, and per document the chunk
+    that ends highest (the first of equals).
+    """
+    lo = np.array([dg.chunk_ptr[b] for b, _ in gained], dtype=np.int64)
+    hi = np.array([dg.chunk_ptr[b + 1] for b, _ in gained], dtype=np.int64)
+    sizes = hi - lo
+    if not sizes.sum():
+        return []
+    owner = np.repeat(np.arange(len(gained)), sizes)
+    nodes = dg.chunk_nodes[np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))]
+    gates = _gate(cosines.of_nodes(nodes), cosines.top, settings)
+    chunks = graph.chunk_of[nodes].tolist()
+    before = np.array([scores.get(c, 0.0) for c in chunks])
+    gain = np.array([g for _, g in gained])
+    ceiling = np.array([cap[b] for b, _ in gained]) * settings.cap
+    raw = before + settings.weight * top * gain[owner] * gates
+    after = np.maximum(before, _below(raw, ceiling[owner]))
+    # Per document, its highest chunk after the lift (the first of equals, as argmax).
+    order = np.lexsort((np.arange(len(nodes)), -after, owner))
+    firsts = order[np.r_[0, np.nonzero(np.diff(owner[order]))[0] + 1]]
+    lifts: list[Lift] = []
+    for i in firsts.tolist():
+        if after[i] > before[i]:
+            b = gained[int(owner[i])][0]
+            scores[chunks[i]] = float(after[i])
+            lifts.append(Lift(b, chunks[i], [], round(float(gates[i]), 4),
+                              float(after[i] - before[i]), float(before[i]), float(after[i])))
+    return lifts
+
+
+def _below(raw: np.ndarray, ceiling: float | np.ndarray) -> np.ndarray:
     """``raw`` kept under ``ceiling``, still in order: two lifts past the ceiling do not tie.
 
     Unchanged up to 0.1% below the ceiling; past that, squeezed into the last
