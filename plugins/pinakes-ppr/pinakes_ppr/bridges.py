@@ -90,6 +90,9 @@ class DocGraph:
     mention_w: np.ndarray  # title-mention strength per entry (0..1)
     degree: np.ndarray  # distinct neighbours per row (at least 1)
     row_of_key: dict[int, int] = field(default_factory=dict)  # documents.doc -> row
+    #: documents.doc -> its title and alias keys (the mentions plugin's vocabulary)
+    names_of: dict[int, list[str]] = field(default_factory=dict)
+    titles: dict[int, str] = field(default_factory=dict)  # documents.doc -> title
 
     @property
     def size(self) -> int:
@@ -132,18 +135,22 @@ def _link_pairs(graph: GraphIndex, row_of: np.ndarray, src: np.ndarray,
     return a[keep], b[keep], w[keep]
 
 
-def _entity_owners(conn: sqlite3.Connection, graph: GraphIndex, row_of: np.ndarray,
+def _title_names(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """``(key, doc)``: every title and alias of the mentions plugin's vocabulary ([] without it)."""
+    try:
+        return [(k, int(d)) for k, d in conn.execute(
+            "SELECT key, doc FROM entity_names WHERE source IN ('title', 'alias')")]
+    except sqlite3.OperationalError:
+        return []  # no mentions plugin: documents are joined by links only
+
+
+def _entity_owners(rows: list[tuple[str, int]], graph: GraphIndex, row_of: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(entity node, owner row)`` pairs: the documents whose title or alias each entity is."""
     z = np.zeros(0, np.int64)
     ecode = graph.code("entity")
-    if ecode < 0:
+    if ecode < 0 or not rows:
         return z, z
-    try:
-        rows = conn.execute(
-            "SELECT key, doc FROM entity_names WHERE source IN ('title', 'alias')").fetchall()
-    except sqlite3.OperationalError:
-        return z, z  # no mentions plugin: documents are joined by links only
     dcode = graph.code("doc")
     doc_row = {int(graph.keys[i]): int(row_of[i]) for i in np.nonzero(graph.kind_code == dcode)[0]}
     node_of = {graph.keys[i]: int(i) for i in np.nonzero(graph.kind_code == ecode)[0]}
@@ -195,7 +202,11 @@ def build_doc_graph(conn: sqlite3.Connection, graph: GraphIndex) -> DocGraph:
     if n_rows:
         np.cumsum(np.bincount(chunk_doc[chunk_nodes], minlength=n_rows), out=chunk_ptr[1:])
     la, lb, lw = _link_pairs(graph, row_of, src, nbr_all)
-    ma, mb, mw = _mention_pairs(graph, _entity_owners(conn, graph, row_of), chunk_doc, src, nbr_all)
+    names = _title_names(conn)
+    ma, mb, mw = _mention_pairs(graph, _entity_owners(names, graph, row_of), chunk_doc, src, nbr_all)
+    names_of: dict[int, list[str]] = {}
+    for key, doc in names:
+        names_of.setdefault(doc, []).append(key)
     a = np.concatenate([la, ma])
     b = np.concatenate([lb, mb])
     code = a * max(n_rows, 1) + b
@@ -213,8 +224,17 @@ def build_doc_graph(conn: sqlite3.Connection, graph: GraphIndex) -> DocGraph:
         doc_nodes=doc_nodes, doc_key=doc_key, chunk_doc=chunk_doc, chunk_ptr=chunk_ptr,
         chunk_nodes=chunk_nodes, ptr=ptr, nbr=(uniq % max(n_rows, 1)).astype(np.int64),
         link_w=link_w, mention_w=mention_w, degree=np.maximum(np.diff(ptr), 1).astype(np.float64),
-        row_of_key={int(k): i for i, k in enumerate(doc_key.tolist())},
+        row_of_key={int(k): i for i, k in enumerate(doc_key.tolist())}, names_of=names_of,
+        titles=_doc_titles(conn),
     )
+
+
+def _doc_titles(conn: sqlite3.Connection) -> dict[int, str]:
+    """Every document's title (what the fit leaves out of a root's question)."""
+    try:
+        return {int(d): t for d, t in conn.execute("SELECT doc, title FROM documents")}
+    except sqlite3.OperationalError:
+        return {}
 
 
 _CACHE: weakref.WeakKeyDictionary[GraphIndex, DocGraph] = weakref.WeakKeyDictionary()
@@ -276,7 +296,7 @@ def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[
             words.append(str(rel).replace("_", " "))
         out.setdefault(pair, []).append(" ".join(w for w in words if w))
     if named:
-        for doc, owner, words in _mention_contexts(conn, *_sides(dg, named)):
+        for doc, owner, words in _mention_contexts(conn, dg, *_sides(dg, named)):
             pair = want.get((int(doc), int(owner)))
             if pair is not None and doc != owner:
                 out.setdefault(pair, []).append(words)
@@ -305,22 +325,18 @@ def _sides(dg: DocGraph, pairs: Sequence[tuple[int, int]]) -> tuple[list[int], l
             sorted({int(dg.doc_key[b]) for _, b in pairs}))
 
 
-def _mention_contexts(conn: sqlite3.Connection, roots: list[int], ends: list[int],
+def _mention_contexts(conn: sqlite3.Connection, dg: DocGraph, roots: list[int], ends: list[int],
                       ) -> list[tuple[int, int, str]]:
     """``(doc, owner, words)``: the words next to each title of one side named in the other.
 
-    The names first (a few rows per document), then the mentions of exactly
-    those names in the other side's documents (the ``(doc, key)`` index).
+    The names come from the document graph (read once per generation), then the
+    mentions of exactly those names in the other side's documents (the ``(doc,
+    key)`` index).
     """
-    try:
-        names = conn.execute(
-            f"SELECT key, doc FROM entity_names WHERE doc IN ({_marks(roots + ends)}) "
-            "AND source IN ('title', 'alias')", roots + ends).fetchall()
-    except sqlite3.OperationalError:
-        return []  # no mentions plugin: documents are joined by links only
     owners: dict[str, set[int]] = {}
-    for key, doc in names:
-        owners.setdefault(key, set()).add(int(doc))
+    for doc in roots + ends:
+        for key in dg.names_of.get(doc, ()):
+            owners.setdefault(key, set()).add(doc)
     out: list[tuple[int, int, str]] = []
     for docs, named in ((roots, set(ends)), (ends, set(roots))):
         side = {k: sorted(ds & named) for k, ds in owners.items() if ds & named}
@@ -387,13 +403,10 @@ def context_stems(text: str) -> set[str]:
     return out
 
 
-def _titles(conn: sqlite3.Connection, dg: DocGraph, rows: Sequence[int]) -> dict[int, str]:
+def _titles(dg: DocGraph, rows: Sequence[int]) -> dict[int, str]:
     """Titles of some document rows."""
-    keys = {int(dg.doc_key[r]): r for r in rows}
-    if not keys:
-        return {}
-    return {keys[int(d)]: t for d, t in conn.execute(
-        f"SELECT doc, title FROM documents WHERE doc IN ({_marks(list(keys))})", list(keys))}
+    found = ((r, dg.titles.get(int(dg.doc_key[r]))) for r in rows)
+    return {r: t for r, t in found if t is not None}
 
 
 def _without(weights: dict[str, float], title: str) -> dict[str, float]:
@@ -483,7 +496,7 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
     # What the question asks *beyond* the root: the root's own title says which note the
     # question describes, not which of its links it follows (as the walk's relation
     # weights leave the seeds' names out, relations.py).
-    asked = {a: _without(weights, title) for a, title in _titles(conn, dg, [a for a, _ in roots]).items()}
+    asked = {a: _without(weights, title) for a, title in _titles(dg, [a for a, _ in roots]).items()}
     gained: dict[int, float] = {}
     cap: dict[int, float] = {}
     via: dict[int, list[dict[str, Any]]] = {}
