@@ -25,9 +25,9 @@ the search result, ``pnk status``, ``--explain`` and the MCP answer.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .fsutil import atomic_write
+from .fsutil import atomic_write, remove_stray_temps
 
 if TYPE_CHECKING:
     from .config import Config
@@ -217,8 +217,12 @@ def drift(kb: KB, verdict: Mapping[str, Any]) -> int | None:
 
 
 def out_of_date(kb: KB, verdict: Mapping[str, Any] | None, candidate: str,
-                installed: Mapping[str, Any]) -> str | None:
-    """Why the verdict must be measured again, or None when it still holds."""
+                installed: Mapping[str, Any], moved: int | None = None,
+                ) -> str | None:
+    """Why the verdict must be measured again, or None when it still holds.
+
+    ``moved``: :func:`drift`'s count when the caller has it already (None: counted here).
+    """
     if verdict is None:
         return "first check"
     if verdict.get("candidate") != candidate:
@@ -236,7 +240,8 @@ def out_of_date(kb: KB, verdict: Mapping[str, Any] | None, candidate: str,
         return None  # counted, not measured: only the golden set can change it
     if verdict.get("outcome") == "error" and verdict.get("generation") != store.generation:
         return "the index changed since the golden set could not be used"  # a missing note added?
-    moved = drift(kb, verdict)
+    if moved is None:
+        moved = drift(kb, verdict)
     if moved is None:
         return "the documents it was measured on are unknown"
     limit = max(1, math.ceil(RECHECK_SHARE * int(verdict.get("documents") or 0)))
@@ -313,9 +318,10 @@ def record(kb: KB, candidate: str, installed: Mapping[str, Any], decided: Mappin
         "by": by,
         "seconds": round(float(seconds), 2),
     }
-    tmp = state / f".{DOCS_FILE}.{os.getpid()}.tmp.npy"
-    np.save(tmp, prints)
-    os.replace(tmp, state / DOCS_FILE)
+    buf = io.BytesIO()
+    np.save(buf, prints)
+    remove_stray_temps(state / DOCS_FILE)  # a killed writer's, which no sync sweeps here
+    atomic_write(state / DOCS_FILE, buf.getvalue())
     atomic_write(state / VERDICT_FILE, json.dumps(data, indent=1) + "\n")
     return data
 
@@ -449,8 +455,8 @@ def describe(kb: KB) -> dict[str, Any]:
     check = {k: verdict.get(k) for k in ("candidate", "outcome", "counts", "numbers", "generation",
                                           "documents", "checked_at", "by", "seconds")}
     try:
-        check["out_of_date"] = out_of_date(kb, verdict, candidate, installed)
         moved = drift(kb, verdict)
+        check["out_of_date"] = out_of_date(kb, verdict, candidate, installed, moved)
     except (PinakesError, sqlite3.Error):  # no readable index: the status says so elsewhere
         check["out_of_date"], moved = "the index cannot be read", None
     check["documents_changed_since"] = moved

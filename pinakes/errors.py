@@ -24,7 +24,15 @@ class NotSynced(PinakesError):
 
 
 class IndexDamaged(NotSynced):
-    """The derived index is damaged; the next ``pnk sync`` rebuilds it (pinakes/health.py)."""
+    """The derived index is damaged; the next ``pnk sync`` rebuilds it (pinakes/health.py).
+
+    ``reason`` is what was found damaged, without the advice around it: what the
+    damage mark records (the message itself when none is given).
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
 
 
 class DocumentNotFound(PinakesError):

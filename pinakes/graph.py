@@ -128,6 +128,12 @@ class DocView:
 
         return authored_links(conn, self.key)
 
+    def authored_targets(self, conn: sqlite3.Connection) -> list[tuple[int, str]]:
+        """``(documents.doc, title)`` of the documents this one links to, once each, in order."""
+        from .links import authored_targets
+
+        return authored_targets(conn, self.key)
+
 
 @dataclass
 class Changes:

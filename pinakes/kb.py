@@ -31,7 +31,7 @@ from .errors import (
 from .fsutil import atomic_write
 from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
-from .store import Store, damaged, note_once
+from .store import Store, damage_error, note_once
 
 if TYPE_CHECKING:
     from .sync import ProgressFn, SyncReport
@@ -55,7 +55,7 @@ def _detects_damage(method: _F) -> _F:
         try:
             return method(self, *args, **kwargs)
         except IndexDamaged as exc:
-            self._mark_damaged(str(exc))
+            self._mark_damaged(exc.reason)
             raise
         except PinakesError:
             raise
@@ -66,7 +66,7 @@ def _detects_damage(method: _F) -> _F:
             if reason is None:
                 raise
             self._mark_damaged(reason)
-            raise IndexDamaged(damaged(reason)) from exc
+            raise damage_error(reason) from exc
 
     return guarded  # type: ignore[return-value]
 
@@ -299,8 +299,6 @@ class KB:
     def _mark_damaged(self, reason: str) -> None:
         from .health import mark_damaged
 
-        if reason.startswith("the index is damaged ("):
-            reason = reason[len("the index is damaged ("):].rsplit("): run", 1)[0]
         mark_damaged(self.config.state_dir, reason)
         self.invalidate()
 

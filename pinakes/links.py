@@ -719,11 +719,15 @@ class AuthoredLink:
     heading_path: tuple[str, ...]
 
 
+# The links that make graph edges: resolved, inside the KB, not from a no_link_hub page, not
+# to the document itself.
+_AUTHORED_WHERE = (
+    " WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND l.provenance != ? AND d.doc != l.src_doc"
+)
 _AUTHORED_SQL = (
     "SELECT l.src_doc, d.doc, d.title, l.origin, l.rel, l.form, l.label, l.context, l.chunk,"
     " c.heading_path FROM links l JOIN documents d ON d.ulid = l.dst_ulid"
-    " LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk"
-    " WHERE l.dst_ulid IS NOT NULL AND l.dst_kb = '' AND l.provenance != ? AND d.doc != l.src_doc"
+    " LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk" + _AUTHORED_WHERE
 )
 
 
@@ -736,6 +740,15 @@ def authored_links(conn: Any, doc_key: int) -> list[AuthoredLink]:
     rows = conn.execute(_AUTHORED_SQL + " AND l.src_doc = ? ORDER BY l.id", (NO_HUB, doc_key))
     return [AuthoredLink(r[1], r[2], r[3], r[4], r[5] or "", r[6] or "", r[7] or "", r[8],
                          tuple(json.loads(r[9])) if r[9] else ()) for r in rows]
+
+
+def authored_targets(conn: Any, doc_key: int) -> list[tuple[int, str]]:
+    """``(documents.doc, title)`` of each document :func:`authored_links` reaches, once, in
+    the order first linked: all a deriver drawing plain edges needs (no context read)."""
+    return conn.execute(
+        "SELECT d.doc, d.title FROM links l JOIN documents d ON d.ulid = l.dst_ulid"
+        + _AUTHORED_WHERE + " AND l.src_doc = ? GROUP BY d.doc ORDER BY min(l.id)",
+        (NO_HUB, doc_key)).fetchall()
 
 
 def link_contexts(conn: Any, src_docs: Sequence[int] | None = None) -> dict[tuple[int, int], str]:

@@ -191,10 +191,9 @@ class DenseIndex:
         for r in np.asarray(rows, dtype=np.intp).tolist():
             if crc_of(self.codes[r].tobytes() + self.scale[r : r + 1].astype("<f4").tobytes()) \
                     != int(self.crc[r]):
-                from .errors import IndexDamaged
-                from .store import damaged
+                from .store import damage_error
 
-                raise IndexDamaged(damaged(f"chunk {int(self.ids[r])}'s vector does not match its checksum"))
+                raise damage_error(f"chunk {int(self.ids[r])}'s vector does not match its checksum")
 
 
 @dataclass
@@ -1064,10 +1063,9 @@ def _check_hits(top_hits: list[tuple[int, float]], texts: dict[int, tuple[str, s
                           d["hash"]) != d["checksum"]:
             why = "document, place or hash does not match its checksum"
         if why:
-            from .errors import IndexDamaged
-            from .store import damaged
+            from .store import damage_error
 
-            raise IndexDamaged(damaged(f"chunk {cid}'s {why}"))
+            raise damage_error(f"chunk {cid}'s {why}")
 
 
 def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:

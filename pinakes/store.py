@@ -107,6 +107,8 @@ CREATE INDEX IF NOT EXISTS links_dst ON links(dst_ulid);
 CREATE INDEX IF NOT EXISTS links_fkey ON links(fkey);
 CREATE INDEX IF NOT EXISTS links_falt ON links(falt);
 CREATE INDEX IF NOT EXISTS links_fday ON links(fday);
+-- the rows resolved through a move record, which every sync that adds a document re-checks
+CREATE INDEX IF NOT EXISTS links_moved ON links(reason) WHERE reason = 'moved';
 CREATE TABLE IF NOT EXISTS link_names (  -- the names a document answers to (pinakes/dialects.py)
     doc INTEGER NOT NULL,               -- documents.doc
     name TEXT NOT NULL,                 -- folded: a path, file name, title, alias, date:..., id:...
@@ -330,7 +332,7 @@ class Store:
                 raise NotSynced(f"the index is unreadable ({' '.join(str(exc).split())}): "
                                 "run `pnk sync`") from exc
             health.mark_damaged(state_dir, reason)
-            raise IndexDamaged(damaged(reason)) from exc
+            raise damage_error(reason) from exc
         if generation == 0:
             # Created by a sync that has not committed yet (a rebuild in progress): empty,
             # and searching it would answer nothing, silently.
@@ -342,7 +344,7 @@ class Store:
         reason = lost or health.marked_damage(state_dir, store_id)
         if reason:
             store.close()
-            raise IndexDamaged(damaged(reason))
+            raise damage_error(reason)
         if found != signature:
             usable, note = read_compatibility(found or "", signature)
             if not usable:
@@ -556,6 +558,11 @@ BEING_BUILT = ("the index is being built by a sync that has not finished: try ag
 def damaged(reason: str) -> str:
     """The one line a reader of a damaged index gets."""
     return f"the index is damaged ({reason}): run `pnk sync` to rebuild it from your files"
+
+
+def damage_error(reason: str) -> IndexDamaged:
+    """The error a reader of a damaged index raises: :func:`damaged`'s line, and the reason."""
+    return IndexDamaged(damaged(reason), reason)
 
 
 def index_signature(state_dir: Path) -> str | None:

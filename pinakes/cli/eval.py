@@ -235,7 +235,7 @@ def _explain_one(kb: KB, questions: Any, relevant: Any, qid: str, matrix: str | 
                                f"({len(questions)} questions; ids like {questions[0].id!r})"
                                if questions else f"no question {qid!r}: the golden set is empty")
     channels = kb.graph_channels()
-    default_name = kb.channel_name()
+    default_name = kb.channel_name(installed=channels)
     spec = matrix or ("off" if default_name in ("off", "") else f"off,{default_name}")
     out = explain_question(kb, found[0], tuple(relevant.get(qid, ())), parse_matrix(spec, channels))
     out["source"] = source

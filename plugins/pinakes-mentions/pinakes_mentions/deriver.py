@@ -551,7 +551,7 @@ class MentionsDeriver:
             total = (sum(n for _, n, _ in found) or 1) / scale
             return [n / total for _, n, _ in found]
 
-        yield from self._edges(conn, self._hit_rows(conn, doc.key), weigh, prose_shares(doc))
+        yield from self._edges(conn, self._hit_rows(conn, doc.key), weigh, doc)
 
     @staticmethod
     def _hit_rows(conn: sqlite3.Connection, doc_key: int) -> list[tuple[int, str, int, str, int]]:
@@ -564,16 +564,16 @@ class MentionsDeriver:
 
     def _edges(self, conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]],
                weigh: Callable[[list[tuple[str, int, str]]], list[float]],
-               prose: tuple[dict[int, int], frozenset[str]] | None = None) -> Iterator[Edge]:
+               doc: DocView | None = None) -> Iterator[Edge]:
         """Each chunk's mention edges, weighted by ``weigh`` (one weight per name it names).
 
         The one place the edge shape lives, for this deriver and its subclasses
         (``ner`` weighs title and text names apart): a chunk-to-entity edge per
         name with a positive weight, and an ``alias`` edge to each near-duplicate
         name the chunk does not name itself, at the weight times their similarity.
-        ``prose``: each chunk's content words and the document's own title keys
-        (:func:`prose_shares`): a name other than the document's own counts by the
-        chunk's prose share (:func:`prose_share`).
+        ``doc``: the document the rows are of; with it, a name other than the
+        document's own counts by its chunk's prose share (:func:`prose_shares`,
+        :func:`prose_share`), counted for the chunks that name something only.
         """
         if not rows:
             return
@@ -582,7 +582,7 @@ class MentionsDeriver:
         for cid, key, n, label, *_ in rows:
             by_chunk[cid].append((key, n, label))
         aliases = self._aliases(conn, {r[1] for r in rows}) if self.settings.alias_threshold > 0 else {}
-        totals, own = prose if prose is not None else ({}, frozenset())
+        totals, own = prose_shares(doc, by_chunk) if doc is not None else ({}, frozenset())
         for cid, found in by_chunk.items():
             c = chunk_node(cid)
             direct = {key for key, _, _ in found}
@@ -624,8 +624,10 @@ def _content_words(text: str) -> int:
     return sum(1 for w in words(fold(text)) if w not in STOPWORDS)
 
 
-def prose_shares(doc: DocView) -> tuple[dict[int, int], frozenset[str]]:
-    """Per chunk, its content words (link targets left out); and the document's title keys.
+def prose_shares(doc: DocView, chunk_ids: Iterable[int] | None = None,
+                 ) -> tuple[dict[int, int], frozenset[str]]:
+    """Per chunk (of ``chunk_ids``; None: all), its content words (link targets left out); and
+    the document's title keys.
 
     With the names a chunk names (:meth:`MentionsDeriver._edges`), this gives the
     share of its words that are *prose*: a chunk that is only a list of names or
@@ -637,7 +639,9 @@ def prose_shares(doc: DocView) -> tuple[dict[int, int], frozenset[str]]:
     reaches its own page.
     """
     own = frozenset(key for key, _ in title_names(doc.title))
-    return {c.id: _content_words(_URL.sub("] ", c.text)) for c in doc.chunks}, own
+    wanted = None if chunk_ids is None else set(chunk_ids)
+    return {c.id: _content_words(_URL.sub("] ", c.text)) for c in doc.chunks
+            if wanted is None or c.id in wanted}, own
 
 
 #: A chunk whose words are at least this share prose (not the names it names) keeps its

@@ -144,18 +144,15 @@ def _authored(doc: DocView, conn: sqlite3.Connection) -> Iterator[Edge]:
 
     Body links of a ``[kb] no_link_hub`` page (a change log) are skipped: that
     page mentions everything it touched, and as edges it would join every
-    document to every other one through itself. Each link's label and context
-    (``DocView.authored_links``) are there for relation-aware weighting.
+    document to every other one through itself. (A link's label and context, for
+    relation-aware weighting, are ``DocView.authored_links``; an edge needs neither.)
     """
     try:
-        found = doc.authored_links(conn)
+        found = doc.authored_targets(conn)
     except sqlite3.OperationalError:
         return  # no links table in this store
-    seen: set[int] = set()
-    for link in found:
-        if link.dst not in seen:
-            seen.add(link.dst)
-            yield Edge(doc.node, doc_node(link.dst, link.title), "authored", AUTHORED_WEIGHT)
+    for key, title in found:
+        yield Edge(doc.node, doc_node(key, title), "authored", AUTHORED_WEIGHT)
 
 
 @hookimpl
