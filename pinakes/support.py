@@ -64,12 +64,14 @@ wh-phrase's head noun ("which *chair*") missing from the hits: the answer to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .dialects import doc_aliases
 from .text import NAME_TOKEN_RE, STOPWORDS, name_spans, name_tokens, query_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -162,20 +164,19 @@ def known_names(kb: KB, conn: Any, generation: int) -> dict[tuple[str, ...], str
     if hit is not None and hit[0] == generation:
         return hit[1]
     labels: list[str] = []
-    for title, aliases in conn.execute(
-        "SELECT title, json_extract(meta, '$.front_matter.aliases') FROM documents"
+    for title, front in conn.execute(
+        "SELECT title, json_extract(meta, '$.front_matter') FROM documents"
     ):
         if title:
             labels.append(str(title))
             short = re.sub(r"\s*\([^()]*\)\s*$", "", str(title))
             if short != title:
                 labels.append(short)
-        if aliases:
-            try:
-                parsed = json.loads(aliases) if aliases.startswith("[") else [aliases]
-            except (ValueError, AttributeError):
-                parsed = []
-            labels.extend(str(a) for a in parsed if isinstance(a, str | int | float))
+        if front:
+            # The aliases the link resolver reads, in every note tool's form (pinakes.dialects).
+            with contextlib.suppress(ValueError):
+                fm = json.loads(front)
+                labels.extend(doc_aliases(fm) if isinstance(fm, dict) else [])
     try:
         labels.extend(str(r[0]) for r in conn.execute(
             "SELECT label FROM nodes WHERE kind = 'entity' AND label IS NOT NULL"))

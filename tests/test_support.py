@@ -155,6 +155,20 @@ def test_names_come_from_titles_without_a_graph_plugin(coffee: KB) -> None:
     assert ("moka", "pot") in names and ("aeropress",) in names
 
 
+def test_names_include_aliases_in_every_note_tools_form(make_kb) -> None:
+    kb = make_kb({
+        "cafetiere.md": "---\naliases: [Plunger Pot, \"[[Coffee Plunger]]\"]\n---\n# Cafetiere\n\nA jug.\n",
+        "kettle.md": "---\nalias: Swan Neck\n---\n# Kettle\n\nBoils water.\n",
+        "grinder.md": "---\naliases: Burr Mill, Bean Crusher\n---\n# Grinder\n\nGrinds.\n",
+    }, name="aliases")
+    kb.sync()
+    store = kb.reader()
+    names = known_names(kb, store.conn, store.generation)
+    for toks in [("plunger", "pot"), ("coffee", "plunger"), ("swan", "neck"), ("burr", "mill"),
+                 ("bean", "crusher")]:
+        assert toks in names, toks
+
+
 def test_the_asked_part_is_measured_against_the_subjects_note(coffee: KB,
                                                               coffee_with_inventor: KB) -> None:
     missing, x_missing = support_of(coffee, WHO)
