@@ -35,9 +35,10 @@ already holds, IDF from the search's own cache):
 ``typed_missing``
     a cheap reader of answer types. The question's wh-phrase says what kind
     of token its answer is (:func:`answer_type`): a quantity ("how many",
-    "what size"), a date ("when was", "which release"), a name ("who",
-    "what is the name of", "which X"), a place ("where", "in which city"), or
-    nothing checkable ("why", "how do I", yes/no, two questions in one). The
+    "what size", "what MRR@10"), a date ("when was", "which release"), a name
+    ("who", "what is the name of", "which X"), a place ("where", "in which
+    city"), or nothing checkable ("why", "how do I", yes/no, two questions of
+    different kinds in one; two of one kind are checked as that kind). The
     top hits are read sentence by sentence; the sentence that matches the
     question best (the largest share of its IDF mass, the hit's title and
     headings counting for every sentence under them) should hold a token of
@@ -222,6 +223,8 @@ _MEASURE = frozenset("""size number count amount price cost rate ratio percentag
     length height width weight depth age population speed temperature duration capacity limit
     maximum minimum budget salary fee dose dosage frequency accuracy latency throughput
     bandwidth distance volume area total sum threshold timeout interval quota""".split())
+#: A metric at a cutoff ("MRR@10", "nDCG@5", "Recall@100", "P@1") is a quantity.
+_METRIC_AT = re.compile(r"[a-z][a-z\-]*@\d+")
 _DATE_NOUNS = frozenset("year date month day time decade century era week hour season release "
                         "version".split())
 _PLACE_NOUNS = frozenset("""city country place town state location venue region continent address
@@ -296,7 +299,7 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     if not head:
         return None
     h = head[-1]
-    if h in _MEASURE:
+    if h in _MEASURE or _METRIC_AT.fullmatch(h):
         return QUANTITY
     if h in _DATE_NOUNS:
         return DATE
@@ -311,12 +314,13 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     """What kind of token answers ``query`` (and the unit a count must carry), or ``(None, ())``.
 
     English wh-phrases only, read at the head of the question: "how many
-    milligrams" -> a quantity in mg; "when was" -> a date; "who" or "what is the
-    name of" -> a name; "where" / "in which city" -> a place; "which <noun>" -> a
+    milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
+    quantity; "when was" -> a date; "who" or "what is the name of" -> a name; "where" / "in which city" -> a place; "which <noun>" -> a
     name (an instance of the noun: "Which font ..." -> "JetBrains Mono"), unless
     it offers a choice ("X or Y"). Anything else is not checked: "why", "how do
     I", "what does X do", a yes/no question, a question asking two things of
-    different kinds, and a question behind a context sentence ("X did Y in 2019.
+    different kinds (two of one kind, "who ... and at which conference", are
+    read as that kind), and a question behind a context sentence ("X did Y in 2019.
     How many ...?": its top hits serve the context, not the asked fact).
     """
     low = query.strip().lower().replace("’", "'")
@@ -325,9 +329,20 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     if re.match(_AUX + r"\b", low) and _WH.search(low):
         return None, ()
     heads = [m for m in _WH.finditer(low) if _is_head(low, m.start())]
-    if not heads or len({m.group(1) for m in heads}) > 1 or len(heads) > 2:
+    if not heads or len(heads) > 2:
         return None, ()
-    main = low[heads[0].start():]
+    kinds = [_clause_type(low[m.start():], low) for m in heads]
+    if any(k[0] != kinds[0][0] for k in kinds[1:]):
+        # Two things of one kind ("Who proposed X, and at which conference ...": two
+        # names) are checked as that kind; two of different kinds are not checked.
+        return None, ()
+    units = kinds[0][1] if all(k[1] == kinds[0][1] for k in kinds) else ()
+    return kinds[0][0], units
+
+
+def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
+    """The answer type asked by one wh-clause ``main`` (the rest of the question from its
+    wh-word) of the lower-cased question ``low``."""
     if main.startswith("how long ago"):
         return QUANTITY, ()
     m = re.match(r"how\s+(many|much)\b((?:\s+[\w\-]+){0,3})", main)

@@ -281,6 +281,11 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("Which font do I use in Sublime Text?", NAME),  # an instance of "font": a name
     ("Where do I keep my credentials?", PLACE),
     ("In which city did I give my talk?", PLACE),
+    # Two things of one kind are checked as that kind: two names here.
+    ("Who proposed the index, and at which conference was it published?", NAME),
+    # A metric at a cutoff is a quantity, however it is spelled.
+    ("What MRR@10 does the sparse model reach on the dev set?", QUANTITY),
+    ("What nDCG@5 did the reranker get?", QUANTITY),
     # Nothing to check: an explanation, a procedure, a definition, a choice, yes/no,
     # two questions of different kinds, or a question behind a context sentence.
     ("Why does the sampler run below one hundred hertz?", None),
