@@ -276,6 +276,8 @@ _MARKER = re.compile(r"^(?:[-*+]|\d+[.)]|\(\d+\))\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])")
 
 
+#: "... did I / have we ...": the question counts the asker's own doings.
+_FIRST_PERSON = re.compile(r"\b" + _AUX + r"\s+(?:i|we)\b")
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -320,7 +322,9 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     it offers a choice ("X or Y"). Anything else is not checked: "why", "how do
     I", "what does X do", a yes/no question, a question asking two things of
     different kinds (two of one kind, "who ... and at which conference", are
-    read as that kind), and a question behind a context sentence ("X did Y in 2019.
+    read as that kind), a count of the asker's own doings ("how many books did
+    I buy": made by listing them, rarely written as a number; "how many
+    milligrams do I take" still asks for one), and a question behind a context sentence ("X did Y in 2019.
     How many ...?": its top hits serve the context, not the asked fact).
     """
     low = query.strip().lower().replace("’", "'")
@@ -357,6 +361,10 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
                     noun[0] if noun else "")
         if head in _UNITS:
             return QUANTITY, _UNITS[head]
+        if m.group(1) == "many" and _FIRST_PERSON.search(main):
+            # "How many books did I buy?", "how many times have we met?": a count of one's
+            # own doings is made by listing them across the notes, rarely written as a number.
+            return None, ()
         if m.group(1) == "many" and head and head != "times":
             # A count of X is written "N X": "24 layers", "3-4 days". A number next to
             # something else ("one million tokens" for "how many entities") is not it.

@@ -295,6 +295,12 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("Do I skip meals on purpose, and how often do I fast?", None),
     ("Which MacBook do I own and how much RAM does it have?", None),
     ("The model came out in 2019. How many layers does it have?", None),
+    # A count of one's own doings is made by listing them, rarely written as a number;
+    # a unit still asks for a number.
+    ("How many novels did I buy in March?", None),
+    ("How many times have we met this year?", None),
+    ("How many milligrams of magnesium do I take a day?", QUANTITY),
+    ("How many pages does the novel have?", QUANTITY),
     ("How can you count how many lines each function contributes?", None),  # embedded "how many"
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
