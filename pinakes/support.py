@@ -25,7 +25,11 @@ already holds, IDF from the search's own cache):
     best of those hits (the smallest gap) is the feature. 0 when some top hit
     holds every asked word; ~0.4 for "who invented the French press" against
     a note that never says "invent". A share of the query's mass, so it
-    reads the same on any corpus and any query length.
+    reads the same on any corpus and any query length. For a question whose
+    answer kind the reader checks (``typed_missing`` below) the gap is
+    scaled by that feature: when the best-matching sentence holds a token of
+    the asked kind, the missing word is the relation said another way ("Who
+    *wrote* ColBERT?" against "introduced by Omar Khattab"), not a gap.
 ``unknown_name``
     1 when the question writes a name (a capitalised word past the first, an
     all-caps or letters-and-digits token) that occurs nowhere in the KB:
@@ -106,8 +110,7 @@ class Support:
     @property
     def typed_missing(self) -> float:
         """The typed gap as a 0..1 ramp: a stray word is no gap, a main content word is."""
-        span = TYPED_GAP_FULL - TYPED_GAP_FROM
-        return min(1.0, max(0.0, (self.typed_gap - TYPED_GAP_FROM) / span))
+        return _typed_ramp(self.typed_gap)
 
     @property
     def features(self) -> tuple[float, float, float]:
@@ -140,6 +143,11 @@ class Support:
                 "unsupported": list(self.unsupported), "unknown": list(self.unknown),
                 "asked_gap": round(self.gap, 4), "expects": self.expects,
                 "typed_gap": round(self.typed_gap, 4)}
+
+
+def _typed_ramp(typed_gap: float) -> float:
+    """0 up to :data:`TYPED_GAP_FROM` (a stray word), 1 from :data:`TYPED_GAP_FULL`."""
+    return min(1.0, max(0.0, (typed_gap - TYPED_GAP_FROM) / (TYPED_GAP_FULL - TYPED_GAP_FROM)))
 
 
 def _quoted(words: Sequence[str], joiner: str = "or", most: int = 3) -> str:
@@ -594,6 +602,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         if name_like and df_of(low) == 0:
             unknown.append(word)
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)
+    if kind is not None:
+        # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
+        # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the
+        # fact. A missing asked word counts only as far as the reader finds no such token.
+        gap *= _typed_ramp(typed)
     near = list(about) + [written.get(t, t) for t in sorted(
         (t for t in near_terms if t not in about_toks), key=lambda t: -idf[t])][:max(0, 3 - len(about))]
     return Support(about=about, asked=asked,

@@ -228,6 +228,22 @@ def test_who_invented_abstains_when_the_note_never_names_an_inventor(
     assert not steep.abstained and steep.confidence is not None and steep.confidence > 0.8
 
 
+def test_the_asked_relation_said_another_way_is_not_a_near_miss(
+        coffee: KB, coffee_with_inventor: KB) -> None:
+    """"Who created ..." against "invented by Attilio Calimani": the name answers, the verb differs."""
+    question = "Who created the French press?"
+    support, x = support_of(coffee_with_inventor, question)
+    assert support.unsupported == ["created"]  # no hit says "created" ...
+    assert support.expects == "name" and x[FEATURES.index("typed_missing")] == 0.0  # ... a name is there
+    assert x[FEATURES.index("asked_gap")] == 0.0  # so the missing verb is no gap
+    answered = coffee_with_inventor.search(question)
+    assert answered.confidence is not None and not answered.abstained and answered.confidence > 0.5
+    # Without the inventor's sentence the same question still abstains: no name near.
+    support, x = support_of(coffee, question)
+    assert x[FEATURES.index("asked_gap")] > 0.2 and x[FEATURES.index("typed_missing")] == 1.0
+    assert coffee.search(question).abstained
+
+
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
     res = coffee.search(CHEMEX)
     assert res.confidence is not None and res.abstained
