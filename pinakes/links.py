@@ -56,7 +56,7 @@ from .dialects import (
 from .errors import DocumentNotFound, LinkError, QueryError
 from .fsutil import matches_any
 from .sidecar import is_ulid
-from .text import query_terms
+from .text import content_words
 
 if TYPE_CHECKING:
     from .kb import KB
@@ -230,7 +230,7 @@ def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb:
                 rel=str(rel).strip() if isinstance(rel, str) and rel.strip() else DEFAULT_REL,
                 line=_item_line(seq, i), note=note_text,
                 provenance=str(prov) if prov is not None else "", form=SIDECAR,
-                context=" ".join(_content_words(note_text)),
+                context=" ".join(content_words(note_text)),
             ))
     for link in parsed_links:
         wiki = link.kind in WIKI_KINDS
@@ -252,11 +252,6 @@ def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb:
 
 #: Parser kinds whose target is a note's name (markdown.Link.kind).
 WIKI_KINDS = ("wikilink", "embed", "property")
-
-
-def _content_words(text: str) -> list[str]:
-    """Content words of a label or note, as the parser keeps them for link context."""
-    return [w for w in query_terms(text) if len(w) > 1 and not w.isdigit()]
 
 
 def _item_line(seq: Any, i: int) -> int:
@@ -769,7 +764,7 @@ def link_contexts(conn: Any, src_docs: Sequence[int] | None = None) -> dict[tupl
     for rows in batches:
         for r in rows:
             bag = words.setdefault((r[0], r[1]), {})
-            bag.update(dict.fromkeys(_content_words(r[6] or "")))
+            bag.update(dict.fromkeys(content_words(r[6] or "")))
             bag.update(dict.fromkeys((r[7] or "").split()))
     return {edge: " ".join(ws) for edge, ws in words.items()}
 

@@ -37,7 +37,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
 from .dialects import is_attachment, page_ref
-from .text import query_terms
+from .text import content_words
 
 __all__ = ["Chunk", "Heading", "Link", "ParsedDocument", "parse_markdown"]
 
@@ -1048,12 +1048,8 @@ class _Contexts:
         lo = self.gap_ends[k - 1] if k else 0
         k = bisect.bisect_left(self.gap_starts, end)
         hi = self.gap_starts[k] if k < len(self.gap_starts) else len(self.text)
-
-        def keep(words: list[str]) -> list[str]:
-            return [w for w in words if len(w) > 1 and not w.isdigit()]
-
-        left = keep(query_terms(self.text[max(lo, start - 600) : start]))[-CONTEXT_WORDS:]
-        right = keep(query_terms(self.text[end : max(end, min(hi, end + 600))]))[:CONTEXT_WORDS]
+        left = content_words(self.text[max(lo, start - 600) : start])[-CONTEXT_WORDS:]
+        right = content_words(self.text[end : max(end, min(hi, end + 600))])[:CONTEXT_WORDS]
         return " ".join(dict.fromkeys(left + right))
 
 

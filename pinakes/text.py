@@ -65,6 +65,15 @@ def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = Tr
     return content or terms
 
 
+def content_words(text: str) -> list[str]:
+    """The words a link's context keeps: search terms without bare numbers or single letters.
+
+    One definition for the parser (the words around a link) and the store (a
+    note's or a label's words), so the bridges compare like with like.
+    """
+    return [w for w in query_terms(text) if len(w) > 1 and not w.isdigit()]
+
+
 def fts_term(term: str) -> str:
     """One term as a quoted FTS5 string (a phrase of characters for CJK)."""
     if CJK_RE.match(term):

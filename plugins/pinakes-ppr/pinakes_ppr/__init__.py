@@ -1025,20 +1025,13 @@ def query_idf(ctx: Any) -> dict[str, float]:
     given = getattr(ctx, "term_idf", None)
     if given:
         return dict(given)
-    from pinakes.text import fts_query, query_terms
+    from pinakes.termstats import idf
+    from pinakes.text import query_terms
 
     conn = ctx.store.conn
     total = max(1, int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
-    out: dict[str, float] = {}
-    for term in query_terms(ctx.query):
-        match = fts_query([term])
-        try:
-            df = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                  (match,)).fetchone()[0]) if match else 0
-        except sqlite3.OperationalError:
-            df = 0
-        out[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-    return out
+    tokenizer = str((getattr(ctx, "config", None) or {}).get("tokenizer", "porter"))
+    return idf({}, conn, 0, query_terms(ctx.query, cjk_bigrams=tokenizer != "trigram"), total, tokenizer)
 
 
 @hookimpl
