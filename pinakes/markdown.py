@@ -434,16 +434,9 @@ class _Structure:
 
 
 def _plain_text(children: Sequence[Token]) -> str:
-    """Reader-visible text of inline tokens: no markup, links reduced to their text."""
-    parts: list[str] = []
-    for tok in children:
-        if tok.type in ("text", "text_special", "code_inline", "wikilink", "tag"):
-            parts.append(tok.content)
-        elif tok.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        elif tok.type == "image":
-            parts.append(_plain_text(tok.children or []))
-    return " ".join("".join(parts).split())
+    """Reader-visible text of inline tokens: no markup, links reduced to their text,
+    whitespace collapsed (:func:`_plain_spans` without the spans)."""
+    return " ".join(_plain_spans(children)[0].split())
 
 
 # -- page properties and property links -----------------------------------------------
