@@ -43,6 +43,8 @@ import numpy as np
 
 from .errors import ConfigError
 from .fsutil import enable_wal
+from .sqlin import batches
+from .sqlin import marks as sqlmarks
 
 ENV_DIR = "PINAKES_CACHE_DIR"
 ENV_MAX = "PINAKES_CACHE_MAX_SIZE"
@@ -297,9 +299,9 @@ class EmbeddingCache:
         now = int(time.time())
         stale: list[bytes] = []
         damaged = 0
-        for start in range(0, len(hashes), 500):
-            part = [_key(h) for h in hashes[start : start + 500]]
-            marks = ",".join("?" * len(part))
+        for raw in batches(hashes):
+            part = [_key(h) for h in raw]
+            marks = sqlmarks(part)
             for key, used, blob in self.conn.execute(
                 f"SELECT hash, used, vec FROM vectors WHERE model = ? AND hash IN ({marks})",
                 (mid, *part),

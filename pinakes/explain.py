@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .sqlin import batches
+from .sqlin import marks as sqlmarks
+
 
 def assemble(plan: Any, lexical: Any, dense: Any, lists: Any, trace: Any, hits: Sequence[Any],
              dfs: Mapping[str, int]) -> dict[str, Any]:
@@ -185,9 +188,8 @@ def node_labels(conn: Any, graph: Any, nodes: Iterable[int]) -> dict[int, dict[s
         return out
     ids = [int(graph.node_ids[i]) for i in idx]
     rows = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        marks = ",".join("?" * len(part))
+    for part in batches(ids):
+        marks = sqlmarks(part)
         rows.update({int(r[0]): (r[1], r[2], r[3]) for r in conn.execute(
             f"SELECT id, kind, key, label FROM nodes WHERE id IN ({marks})", part)})
     chunks = [int(graph.chunk_of[i]) for i in idx if graph.chunk_of[i] >= 0]
@@ -213,9 +215,8 @@ def edge_between(graph: Any, u: int, v: int) -> tuple[str, float]:
 
 def _chunk_places(conn: Any, chunk_ids: list[int]) -> dict[int, str]:
     out: dict[int, str] = {}
-    for start in range(0, len(chunk_ids), 500):
-        part = chunk_ids[start:start + 500]
-        marks = ",".join("?" * len(part))
+    for part in batches(chunk_ids):
+        marks = sqlmarks(part)
         for cid, title, heading, path, line in conn.execute(
                 f"SELECT c.id, d.title, c.heading_path, d.path, c.start_line FROM chunks c "
                 f"JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})", part):

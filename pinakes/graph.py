@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from .fsutil import remove_stray_temps
+from .sqlin import batches
+from .sqlin import marks as sqlmarks
 
 GRAPH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -150,9 +152,8 @@ class Changes:
 def load_doc_views(conn: sqlite3.Connection, keys: Sequence[int]) -> list[DocView]:
     """Build :class:`DocView` objects for the given document keys."""
     views: dict[int, DocView] = {}
-    for start in range(0, len(keys), 500):
-        part = list(keys[start : start + 500])
-        marks = ",".join("?" * len(part))
+    for part in batches(keys):
+        marks = sqlmarks(part)
         for r in conn.execute(
             f"SELECT doc, ulid, path, title, tags, meta FROM documents WHERE doc IN ({marks})", part
         ):
@@ -216,9 +217,8 @@ class GraphWriter:
         # so only the nodes touched by this sync need checking, not every chunk node.
         touched = sorted(self.touched)
         stale: list[int] = []
-        for start in range(0, len(touched), 500):
-            part = touched[start : start + 500]
-            marks = ",".join("?" * len(part))
+        for part in batches(touched):
+            marks = sqlmarks(part)
             stale.extend(
                 r[0]
                 for r in self.conn.execute(
@@ -252,9 +252,8 @@ class GraphWriter:
     def finish(self) -> None:
         """Refresh degrees of touched nodes and drop nodes left without edges."""
         touched = list(self.touched)
-        for start in range(0, len(touched), 500):
-            part = touched[start : start + 500]
-            marks = ",".join("?" * len(part))
+        for part in batches(touched):
+            marks = sqlmarks(part)
             self.conn.execute(
                 f"UPDATE nodes SET degree = (SELECT count(*) FROM edges WHERE src = nodes.id) + "
                 f"(SELECT count(*) FROM edges WHERE dst = nodes.id) WHERE id IN ({marks})",

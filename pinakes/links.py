@@ -56,6 +56,8 @@ from .dialects import (
 from .errors import DocumentNotFound, LinkError, QueryError
 from .fsutil import matches_any
 from .sidecar import is_ulid
+from .sqlin import batches
+from .sqlin import marks as sqlmarks
 from .text import content_words
 
 if TYPE_CHECKING:
@@ -80,7 +82,6 @@ MAX_BYTES = 16_000  # the whole response, as JSON
 NO_HUB = "no-link-hub"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_BATCH = 500
 
 
 # -- 1. extraction ---------------------------------------------------------------
@@ -374,8 +375,8 @@ class Resolver:
         known_ids = set(self._lookup(
             "SELECT ulid, ulid FROM documents WHERE ulid IN ({})", sorted(ids)))
         by_name: dict[str, list[tuple[str, str, str]]] = {}
-        for chunk in _chunks(sorted(n for n in names if n)):
-            marks = ",".join("?" * len(chunk))
+        for chunk in batches(sorted(n for n in names if n)):
+            marks = sqlmarks(chunk)
             for name, tier, ulid, path in self.conn.execute(
                 "SELECT n.name, n.tier, d.ulid, d.path FROM link_names n JOIN documents d"
                 f" ON d.doc = n.doc WHERE n.name IN ({marks})", chunk,
@@ -441,8 +442,8 @@ class Resolver:
 
     def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for chunk in _chunks(keys):
-            for a, b in self.conn.execute(sql.format(",".join("?" * len(chunk))), chunk):
+        for chunk in batches(keys):
+            for a, b in self.conn.execute(sql.format(sqlmarks(chunk)), chunk):
                 found[a] = b
         return found
 
@@ -554,11 +555,6 @@ def _pick(lookups: Sequence[tuple[str, str]], by_name: dict[str, list[tuple[str,
     return None, None, False
 
 
-def _chunks(items: list[Any], size: int = _BATCH) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[int, Any]],
                   previous: dict[int, tuple[str, str]], removed: Sequence[tuple[int, str]], *,
                   bundle_root: str = "", no_link_hub: Sequence[str] = ()) -> set[int]:
@@ -586,8 +582,8 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     gone = {ulid for _, ulid in removed} | {ulid for ulid, _ in previous.values()}
     stale = sorted({key for key, _ in inserted} | {key for key, _ in removed})
     old_names: dict[int, set[str]] = {}
-    for chunk in _chunks(stale):
-        marks = ",".join("?" * len(chunk))
+    for chunk in batches(stale):
+        marks = sqlmarks(chunk)
         for doc_key, name in conn.execute(
                 f"SELECT doc, name FROM link_names WHERE doc IN ({marks})", chunk):
             old_names.setdefault(doc_key, set()).add(name)
@@ -614,11 +610,11 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     touched |= {fold(strip_suffix(path)) for path in recorded}
     # Links of other documents whose answer may have changed (collected before the new rows exist).
     ids: set[int] = set()
-    for chunk in _chunks(sorted(gone)):
-        marks = ",".join("?" * len(chunk))
+    for chunk in batches(sorted(gone)):
+        marks = sqlmarks(chunk)
         ids.update(r[0] for r in conn.execute(f"SELECT id FROM links WHERE dst_ulid IN ({marks})", chunk))
-    for chunk in _chunks(sorted(touched)):
-        marks = ",".join("?" * len(chunk))
+    for chunk in batches(sorted(touched)):
+        marks = sqlmarks(chunk)
         ids.update(r[0] for r in conn.execute(
             f"SELECT id FROM links WHERE fkey IN ({marks}) OR falt IN ({marks}) OR fday IN ({marks})",
             chunk * 3))
@@ -647,8 +643,8 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     if not ids:
         return set()
     todo: list[tuple[Any, ...]] = []
-    for chunk in _chunks(sorted(ids)):
-        marks = ",".join("?" * len(chunk))
+    for chunk in batches(sorted(ids)):
+        marks = sqlmarks(chunk)
         todo.extend(tuple(r) for r in conn.execute(
             "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.alt, l.raw, l.label"
             f" FROM links l JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
@@ -756,12 +752,12 @@ def link_contexts(conn: Any, src_docs: Sequence[int] | None = None) -> dict[tupl
     """
     words: dict[tuple[int, int], dict[str, None]] = {}
     if src_docs is None:
-        batches: Iterable[Any] = [conn.execute(_AUTHORED_SQL + " ORDER BY l.id", (NO_HUB,))]
+        results: Iterable[Any] = [conn.execute(_AUTHORED_SQL + " ORDER BY l.id", (NO_HUB,))]
     else:
-        batches = (conn.execute(_AUTHORED_SQL + f" AND l.src_doc IN ({','.join('?' * len(part))})"
+        results = (conn.execute(_AUTHORED_SQL + f" AND l.src_doc IN ({sqlmarks(part)})"
                                 " ORDER BY l.id", (NO_HUB, *part))
-                   for part in _chunks(sorted(set(src_docs))))
-    for rows in batches:
+                   for part in batches(sorted(set(src_docs))))
+    for rows in results:
         for r in rows:
             bag = words.setdefault((r[0], r[1]), {})
             bag.update(dict.fromkeys(content_words(r[6] or "")))
@@ -812,8 +808,8 @@ class FleetLookup:
                 break
             try:
                 conn = other.reader().conn
-                for chunk in _chunks(rest):
-                    marks = ",".join("?" * len(chunk))
+                for chunk in batches(rest):
+                    marks = sqlmarks(chunk)
                     for ulid, title, path in conn.execute(
                         f"SELECT ulid, title, path FROM documents WHERE ulid IN ({marks}) ORDER BY path",
                         chunk,
@@ -1002,8 +998,8 @@ class _Walk:
 
     def load_docs(self, ulids: Iterable[str]) -> None:
         need = sorted({u for u in ulids if u not in self.docs})
-        for chunk in _chunks(need):
-            marks = ",".join("?" * len(chunk))
+        for chunk in batches(need):
+            marks = sqlmarks(chunk)
             for row in self.conn.execute(
                 f"SELECT doc, ulid, path, title FROM documents WHERE ulid IN ({marks}) ORDER BY path",
                 chunk,
@@ -1020,8 +1016,8 @@ class _Walk:
             return
         chunk_ids: list[int] = []
         owners: list[str] = []
-        for chunk in _chunks(sorted(keys)):
-            marks = ",".join("?" * len(chunk))
+        for chunk in batches(sorted(keys)):
+            marks = sqlmarks(chunk)
             for cid, dkey in self.conn.execute(
                 f"SELECT id, doc FROM chunks WHERE doc IN ({marks}) AND vec IS NOT NULL", chunk
             ):
@@ -1045,8 +1041,8 @@ class _Walk:
         # page itself, when it is the root: the walk never passes through it.
         hub_filter = " AND (l.provenance != ? OR s.ulid = ?)"
         hub_args = (NO_HUB, self.root)
-        for chunk in _chunks(sorted(ulids)):
-            marks = ",".join("?" * len(chunk))
+        for chunk in batches(sorted(ulids)):
+            marks = sqlmarks(chunk)
             if self.direction in ("out", "both"):
                 raw.extend(tuple(r) for r in self.conn.execute(
                     "SELECT s.ulid, l.dst_ulid, l.rel, l.origin FROM links l JOIN documents s"
@@ -1077,8 +1073,8 @@ class _Walk:
 
     def unresolved_of(self, ulids: list[str]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        for chunk in _chunks(sorted(ulids)):
-            marks = ",".join("?" * len(chunk))
+        for chunk in batches(sorted(ulids)):
+            marks = sqlmarks(chunk)
             for r in self.conn.execute(
                 "SELECT s.ulid AS node, l.raw, l.kind, l.key, l.rel, l.reason, l.origin, l.line"
                 f" FROM links l JOIN documents s ON s.doc = l.src_doc WHERE s.ulid IN ({marks})"

@@ -13,23 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .sqlin import batches, marks, rows
+
 #: ``links.reason`` of a row resolved through a move record (``dst_ulid`` is set).
 MOVED = "moved"
-
-_BATCH = 500
-
 
 def is_relative(raw: str) -> bool:
     """Whether a written target is read from its document's folder (not root-absolute, no scheme)."""
     return not raw.startswith("/") and ":" not in raw.split("/", 1)[0]
-
-
-def rows(conn: Any, sql: str, keys: Iterable[Any], *before: Any) -> Iterable[Any]:
-    """Rows of ``sql`` (whose ``{}`` takes the placeholders) for ``keys``, in batches."""
-    values = sorted(set(keys))
-    for start in range(0, len(values), _BATCH):
-        part = values[start : start + _BATCH]
-        yield from conn.execute(sql.format(",".join("?" * len(part))), (*before, *part))
 
 
 def store_records(conn: Any, inserted: Sequence[tuple[int, Any]], stale: Sequence[int]) -> list[str]:
@@ -37,9 +28,8 @@ def store_records(conn: Any, inserted: Sequence[tuple[int, Any]], stale: Sequenc
 
     Runs inside sync's transaction, next to the links of the same documents.
     """
-    for start in range(0, len(stale), _BATCH):
-        part = list(stale[start : start + _BATCH])
-        conn.execute(f"DELETE FROM moves WHERE doc IN ({','.join('?' * len(part))})", part)
+    for part in batches(stale):
+        conn.execute(f"DELETE FROM moves WHERE doc IN ({marks(part)})", part)
     found = [(path, key) for key, doc in inserted for path in getattr(doc, "moved_from", ())]
     conn.executemany("INSERT INTO moves(path, doc) VALUES (?, ?)", found)
     return sorted({path for path, _ in found})

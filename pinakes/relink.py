@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any
 
 from .dialects import lookup_name
 from .links import SCAN, SIDECAR, classify, is_outside, kb_path
-from .movetable import is_relative, rows
+from .movetable import is_relative
 from .sidecar import read_sidecar, write_sidecar
+from .sqlin import rows
 
 if TYPE_CHECKING:
     from .store import Store

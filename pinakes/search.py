@@ -35,6 +35,8 @@ from .fsutil import matches_any
 from .links import NO_HUB
 from .quant import dequantise
 from .quant import scores as quant_scores
+from .sqlin import batches
+from .sqlin import marks as sqlmarks
 from .termstats import chunk_count as _chunk_count
 from .termstats import fts_terms as _fts_terms
 from .termstats import idf as _idf
@@ -865,9 +867,8 @@ def _catalogued(memo: dict[str, Any], conn: Any, generation: int, pages: list[st
         elif no_hub and matches_any(path, no_hub):
             skip.append(int(doc))
     found: set[int] = set()
-    for start in range(0, len(index_docs), 500):
-        part = index_docs[start:start + 500]
-        marks = ",".join("?" * len(part))
+    for part in batches(index_docs):
+        marks = sqlmarks(part)
         found.update(int(r[0]) for r in conn.execute(
             "SELECT DISTINCT d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
             f"WHERE l.src_doc IN ({marks}) AND l.dst_ulid IS NOT NULL AND l.dst_kb = ''", part))
@@ -896,7 +897,7 @@ def _apply_priors(memo: dict[str, Any], conn: Any, generation: int,
     if not fused:
         return fused
     salience, adjacent = _link_stats(memo, conn, generation)
-    marks = ",".join("?" * len(fused))
+    marks = sqlmarks(fused)
     doc_of = {int(r[0]): int(r[1]) for r in conn.execute(
         f"SELECT id, doc FROM chunks WHERE id IN ({marks})", [cid for cid, _ in fused])}
     unit = 1.0 / (rrf_k + 1.0)
@@ -985,9 +986,8 @@ def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: Lists, weigh
         return fused
     doc_of: dict[int, int] = {}
     ids = [cid for cid, _ in fused]
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        marks = ",".join("?" * len(part))
+    for part in batches(ids):
+        marks = sqlmarks(part)
         doc_of.update((int(r[0]), int(r[1])) for r in conn.execute(
             f"SELECT id, doc FROM chunks WHERE id IN ({marks})", part))
     best: dict[int, int] = {}
@@ -1026,11 +1026,8 @@ def _fuse(lists: Lists, channel_weights: dict[str, float], rrf_k: float,
 
 def _chunk_texts(conn: Any, ids: list[int]) -> dict[int, tuple[str, str, str]]:
     out: dict[int, tuple[str, str, str]] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        if not part:
-            continue
-        marks = ",".join("?" * len(part))
+    for part in batches(ids):
+        marks = sqlmarks(part)
         for r in conn.execute(
             f"SELECT c.id, d.title, c.heading_path, c.text FROM chunks c "
             f"JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
@@ -1071,7 +1068,7 @@ def _check_hits(top_hits: list[tuple[int, float]], texts: dict[int, tuple[str, s
 def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    marks = sqlmarks(ids)
     return {
         int(r["id"]): dict(r)
         for r in conn.execute(

@@ -66,6 +66,7 @@ import numpy as np
 from pinakes.dialects import doc_aliases
 from pinakes.errors import ConfigError
 from pinakes.graph import Changes, DocView, Edge, Node, chunk_node
+from pinakes.sqlin import batches, marks
 from pinakes.text import CJK_RE, STOPWORDS, fts_phrase
 
 from .names import (
@@ -142,7 +143,6 @@ FTS_LOOKUP_LIMIT = 200
 SMALL_MATCH_CHARS = 20_000
 #: Candidate blocks larger than this are skipped (a word shared by that many names says nothing).
 MAX_BLOCK = 2000
-BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -304,9 +304,9 @@ class MentionsDeriver:
         # 4. Document frequency and the hub cap.
         touched &= _column(conn, "SELECT key FROM entity_keys WHERE key IN ({})", touched)
         df = dict.fromkeys(touched, 0)
-        for part in _parts(sorted(touched)):
+        for part in batches(sorted(touched)):
             for key, n in conn.execute(
-                f"SELECT key, count(DISTINCT doc) FROM entity_hits WHERE key IN ({_marks(part)}) "
+                f"SELECT key, count(DISTINCT doc) FROM entity_hits WHERE key IN ({marks(part)}) "
                 "GROUP BY key", part,
             ):
                 df[key] = n
@@ -330,9 +330,9 @@ class MentionsDeriver:
     def _labels(self, conn: sqlite3.Connection, keys: set[str]) -> dict[str, str]:
         """The label of each key: a title's spelling first, else the most frequent one."""
         best: dict[str, tuple[int, int, str]] = {}
-        for part in _parts(sorted(keys)):
+        for part in batches(sorted(keys)):
             for key, label, source, n in conn.execute(
-                f"SELECT key, label, source, count(*) FROM entity_names WHERE key IN ({_marks(part)}) "
+                f"SELECT key, label, source, count(*) FROM entity_names WHERE key IN ({marks(part)}) "
                 "GROUP BY key, label, source", part,
             ):
                 rank = (SOURCE_RANK.get(source, 9), -n, label)
@@ -379,17 +379,17 @@ class MentionsDeriver:
         directed X, not what X is to its own page.
         """
         own: dict[int, list[str]] = defaultdict(list)
-        for part in _parts(sorted(docs)):
+        for part in batches(sorted(docs)):
             for key, doc in conn.execute(
-                f"SELECT key, doc FROM entity_names WHERE doc IN ({_marks(part)}) "
+                f"SELECT key, doc FROM entity_names WHERE doc IN ({marks(part)}) "
                 "AND source IN ('title', 'alias')", part,
             ):
                 own[doc].append(key)
         rows: list[tuple[int, int, str, str]] = []
-        for part in _parts(sorted(docs)):
+        for part in batches(sorted(docs)):
             rows += [(cid, doc, fold(text), fold(_last_heading(heading))) for cid, doc, heading, text
                      in conn.execute("SELECT id, doc, heading_path, text FROM chunks "
-                                     f"WHERE doc IN ({_marks(part)})", part)]
+                                     f"WHERE doc IN ({marks(part)})", part)]
         matcher = self._matcher(conn, rows)
         out: list[tuple[int, int, str, int]] = []
         contexts: list[tuple[int, int, str, str]] = []
@@ -464,9 +464,9 @@ class MentionsDeriver:
             return []
         wanted = sorted({t for k in added for t in tokens(k)})
         block: dict[str, list[str]] = defaultdict(list)
-        for part in _parts(wanted):
+        for part in batches(wanted):
             for token, key in conn.execute(
-                f"SELECT token, key FROM entity_tokens WHERE token IN ({_marks(part)})", part
+                f"SELECT token, key FROM entity_tokens WHERE token IN ({marks(part)})", part
             ):
                 block[token].append(key)
         cache: dict[str, tuple[list[str], frozenset[str], frozenset[str]]] = {}
@@ -517,9 +517,9 @@ class MentionsDeriver:
         found: dict[str, np.ndarray] = {}
         cache = _label_cache(self.kb)
         try:
-            for part in _parts(hashes):
+            for part in batches(hashes):
                 for h, blob in cache.execute(
-                    f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({_marks(part)})",
+                    f"SELECT hash, vec FROM embeddings WHERE model = ? AND hash IN ({marks(part)})",
                     (model, *part),
                 ):
                     found[h] = np.frombuffer(blob, dtype="<f4")
@@ -603,10 +603,10 @@ class MentionsDeriver:
 
     def _aliases(self, conn: sqlite3.Connection, keys: set[str]) -> dict[str, list[tuple[str, float, str]]]:
         out: dict[str, list[tuple[str, float, str]]] = defaultdict(list)
-        for part in _parts(sorted(keys)):
+        for part in batches(sorted(keys)):
             for a, b, sim, label in conn.execute(
                 f"SELECT x.a, x.b, x.sim, k.label FROM entity_aliases x JOIN entity_keys k "
-                f"ON k.key = x.b WHERE x.a IN ({_marks(part)}) AND k.capped = 0 "
+                f"ON k.key = x.b WHERE x.a IN ({marks(part)}) AND k.capped = 0 "
                 "ORDER BY x.a, x.sim DESC, x.b", part,
             ):
                 if len(out[a]) < self.settings.alias_max:
@@ -662,27 +662,17 @@ def prose_share(total: int, found: Sequence[tuple[str, int, str]]) -> float:
     return min(1.0, max(0.0, total - named) / total / PROSE_SHARE)
 
 
-def _parts(items: Sequence[Any] | Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
-    seq = list(items)
-    for start in range(0, len(seq), size):
-        yield seq[start : start + size]
-
-
-def _marks(part: Sequence[Any]) -> str:
-    return ",".join("?" * len(part))
-
-
 def _column(conn: sqlite3.Connection, sql: str, items: Iterable[Any]) -> set[Any]:
     """The first column of ``sql`` (with ``{}`` standing for the IN list) over ``items``."""
     out: set[Any] = set()
-    for part in _parts(sorted(items)):
-        out.update(r[0] for r in conn.execute(sql.format(_marks(part)), part))
+    for part in batches(sorted(items)):
+        out.update(r[0] for r in conn.execute(sql.format(marks(part)), part))
     return out
 
 
 def _exec_in(conn: sqlite3.Connection, sql: str, items: Iterable[Any], repeat: int = 1) -> None:
-    for part in _parts(sorted(items)):
-        conn.execute(sql.format(_marks(part)), part * repeat)
+    for part in batches(sorted(items)):
+        conn.execute(sql.format(marks(part)), part * repeat)
 
 
 def _tokenizer(conn: sqlite3.Connection) -> str:

@@ -59,9 +59,10 @@ from typing import Any
 from pinakes import hookimpl
 from pinakes.errors import ConfigError
 from pinakes.graph import Changes, DocView, Edge
+from pinakes.sqlin import batches, marks
 from pinakes.text import STOPWORDS
 from pinakes_mentions import Matcher, MentionsDeriver, Settings, fold, normalise, title_names
-from pinakes_mentions.deriver import _column, _marks, _parts
+from pinakes_mentions.deriver import _column
 
 __version__ = "0.1.0"
 
@@ -364,8 +365,8 @@ class NerDeriver(MentionsDeriver):
         """
         titled = self._titled(conn, keys)
         df: dict[str, int] = {}
-        for part in _parts(sorted(keys)):
-            df.update(conn.execute(f"SELECT key, df FROM entity_keys WHERE key IN ({_marks(part)})",
+        for part in batches(sorted(keys)):
+            df.update(conn.execute(f"SELECT key, df FROM entity_keys WHERE key IN ({marks(part)})",
                                    part).fetchall())
         return {k: "title" if k in titled else "ner" if df.get(k, 0) >= self.ner.min_df
                 else "none" for k in keys}
@@ -404,11 +405,10 @@ class NerDeriver(MentionsDeriver):
         try:
             known: dict[str, list[tuple[str, str]]] = {}
             unique = sorted(set(hashes))
-            for start in range(0, len(unique), 500):
-                part = unique[start : start + 500]
-                marks = ",".join("?" * len(part))
+            for part in batches(unique):
                 for h, ents in cache.execute(
-                    f"SELECT hash, ents FROM ner WHERE model = ? AND hash IN ({marks})", (model, *part)
+                    f"SELECT hash, ents FROM ner WHERE model = ? AND hash IN ({marks(part)})",
+                    (model, *part),
                 ):
                     known[h] = [tuple(e) for e in json.loads(ents)]
             todo: dict[str, str] = {}

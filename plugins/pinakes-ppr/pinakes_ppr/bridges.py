@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from pinakes.graph import GraphIndex
+from pinakes.sqlin import marks
 
 #: Weight of each way two documents are joined (a link's own weight is 2.0 in the graph).
 LINK_KIND = "link"
@@ -248,10 +249,6 @@ def doc_graph(conn: sqlite3.Connection, graph: GraphIndex) -> DocGraph:
     return found
 
 
-def _marks(items: Sequence[Any]) -> str:
-    return ",".join("?" * len(items))
-
-
 def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[int, int]],
                   ) -> dict[tuple[int, int], str]:
     """The words that join each ``(a, b)`` (rows): what their links and mentions say, both ways.
@@ -281,7 +278,7 @@ def pair_contexts(conn: sqlite3.Connection, dg: DocGraph, pairs: Sequence[tuple[
                     "l.form, l.raw "
                     "FROM links l JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
                     "LEFT JOIN chunks c ON c.doc = l.src_doc AND c.ordinal = l.chunk "
-                    f"WHERE l.src_doc IN ({_marks(src_docs)}) AND d.doc IN ({_marks(dst_docs)})",
+                    f"WHERE l.src_doc IN ({marks(src_docs)}) AND d.doc IN ({marks(dst_docs)})",
                     [*src_docs, *dst_docs]).fetchall()
         except sqlite3.OperationalError:
             rows = []  # a store without the link context columns: mentions only
@@ -344,8 +341,8 @@ def _mention_contexts(conn: sqlite3.Connection, dg: DocGraph, roots: list[int], 
             continue
         keys = sorted(side)
         for doc, key, words in conn.execute(
-                f"SELECT doc, key, words FROM entity_context WHERE doc IN ({_marks(docs)}) "
-                f"AND key IN ({_marks(keys)})", [*docs, *keys]):
+                f"SELECT doc, key, words FROM entity_context WHERE doc IN ({marks(docs)}) "
+                f"AND key IN ({marks(keys)})", [*docs, *keys]):
             out += [(doc, owner, words) for owner in side[key]]
     return out
 
