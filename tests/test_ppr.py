@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 
@@ -128,6 +129,29 @@ def test_float32_walk_agrees_with_float64(backend: str) -> None:
     top32, top64 = top_chunks(lo, p32, 10), top_chunks(hi, p64, 10)
     assert [c for c, _ in top32] == [c for c, _ in top64] and len(top32) == 4
     assert [s for _, s in top32] == pytest.approx([s for _, s in top64], rel=1e-5)
+
+
+def test_a_walk_split_over_two_threads_gives_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ppr_walk_threads = 2 runs each step's rows in two halves on two threads; every row is
+    # summed by the same kernel in the same order, so the scores are bit-identical.
+    import threading
+
+    import pinakes_ppr
+
+    monkeypatch.setattr(pinakes_ppr, "PARALLEL_EDGES", 1)  # the hand graph is tiny
+    g, _ = build(HAND)
+    ids, cos = cosines_for(build_operator(g, "scipy"), {1: 0.9, 2: 0.4, 3: -0.3, 4: 0.1})
+    walks = {}
+    for threads in (1, 2):
+        op = build_operator(g, "scipy")
+        r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, [(node_of(g, "tag", "t"), 0.7)])
+        walks[threads] = personalized_pagerank(op, r, 0.5, 1e-9, 200, threads=threads)
+    assert walks[1][1] == walks[2][1] > 3
+    assert walks[1][0].tobytes() == walks[2][0].tobytes()
+    assert 0 < op._split()[0] < g.n  # the rows really were cut in two
+    named = [t.name for t in threading.enumerate()]
+    assert any(n.startswith("pinakes-ppr-walk") for n in named) == ((os.cpu_count() or 1) > 1)
+    assert Settings.from_config({"ppr_walk_threads": 0}).walk_threads == 1
 
 
 def test_fast_step_matches_the_public_product() -> None:

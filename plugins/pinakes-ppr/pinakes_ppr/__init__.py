@@ -51,11 +51,14 @@ covers only partly or out of order; on 2Wiki that admitted "Do or Die" for
 from __future__ import annotations
 
 import math
+import os
 import re
 import sqlite3
+import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,6 +185,7 @@ class Settings:
     hybrid_weight: float = 0.03  # blend: graph evidence + this x the hybrid's normalised score
     blend: bool = True  # "auto" or "blend": the channel returns the blended final ranking
     precision: str = "float32"  # the walk's dtype (ppr_precision)
+    walk_threads: int = 2  # threads of a walk step on a large graph (ppr_walk_threads)
     relation_weight: float = 20.0  # > 0: weigh mention edges by the query's relation (relations.py)
     relation_hops: int = 1  # ...only the mention edges of chunks this many hops from the seeds
     lowercase_seed_weight: float = 0.1  # a name used as a common noun (NameIndex.match)
@@ -225,6 +229,7 @@ class Settings:
             hybrid_weight=max(0.0, float(get("ppr_hybrid_weight"))),
             blend=fusion in ("auto", "blend"),
             precision=precision,
+            walk_threads=max(1, int(get("ppr_walk_threads"))),
             relation_weight=max(0.0, float(get("ppr_relation_weight"))),
             relation_hops=max(0, int(get("ppr_relation_hops"))),
             lowercase_seed_weight=max(0.0, float(get("ppr_lowercase_seed_weight"))),
@@ -241,6 +246,26 @@ class Settings:
 
 
 # --- the operator ------------------------------------------------------------------
+
+#: A walk over at least this many half-edges runs each step's rows in two threads: SciPy's
+#: CSR kernel releases the GIL and a step is memory-bound, so two cores finish it in about
+#: 60 % of the wall time (50k chunks: 0.92 -> 0.58 ms a step, ~20 % more CPU). Every row
+#: is summed by the same code in the same order: the scores are bit-identical. Smaller
+#: graphs stay on one thread, where handing work over would cost what it saves.
+PARALLEL_EDGES = 200_000
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _step_helper() -> ThreadPoolExecutor | None:
+    """The one extra thread that walks run half of their rows on (None on a single core)."""
+    global _helper
+    if _helper is None and (os.cpu_count() or 1) > 1:
+        with _helper_lock:
+            if _helper is None:
+                _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pinakes-ppr-walk")
+    return _helper
+
 
 
 @dataclass(eq=False)
@@ -282,6 +307,7 @@ class Operator:
     _names: dict[tuple[str, ...], NameIndex] = field(default_factory=dict)
     _baseline: dict[float, np.ndarray] = field(default_factory=dict)
     _divisors: dict[tuple[float, float], np.ndarray] = field(default_factory=dict)
+    _halves: tuple[int, np.ndarray, np.ndarray] | None = None  # (split row, row pointers of each half)
 
     @property
     def matrix(self) -> Any:
@@ -310,7 +336,7 @@ class Operator:
         return np.bincount(self.rows, weights=self.coef * x[self.cols],
                            minlength=self.n).astype(self.dtype, copy=False)
 
-    def damped_step(self, damping: float) -> Any:
+    def damped_step(self, damping: float, threads: int = 1) -> Any:
         """``out += damping * M @ x`` as ``step(x, out)``: one pass, no temporary vectors.
 
         SciPy's compiled CSR kernel accumulates into ``out``; with the weights
@@ -330,6 +356,21 @@ class Operator:
             data = self._scaled[damping] = (self.coef * self.dtype.type(damping)).astype(
                 self.dtype, copy=False)
         n, indptr, cols = self.n, self.indptr, self.cols
+        helper = _step_helper() if threads > 1 and len(cols) >= PARALLEL_EDGES else None
+        if helper is not None:
+            mid, first, second = self._split()
+            at = int(indptr[mid])
+            head = (mid, n, first, cols[:at], data[:at])
+            tail = (n - mid, n, second, cols[at:], data[at:])
+
+            def halves(x: np.ndarray, out: np.ndarray) -> None:
+                assert out.dtype == data.dtype and out.flags.c_contiguous and len(out) == n
+                # Rows [mid, n) on the helper thread, rows [0, mid) here; each into its own
+                # slice of ``out`` (a contiguous view: the kernel accumulates into it).
+                pending = helper.submit(kernel, *tail, x, out[mid:])
+                kernel(*head, x, out[:mid])
+                pending.result()
+            return halves
 
         def fast(x: np.ndarray, out: np.ndarray) -> None:
             # The kernel writes into ``out`` only if it needs no conversion.
@@ -337,11 +378,21 @@ class Operator:
             kernel(n, n, indptr, cols, data, x, out)
         return fast
 
+    def _split(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """The row that halves the half-edges, and each half's own row pointers (cached)."""
+        if self._halves is None:
+            mid = int(np.searchsorted(self.indptr, self.indptr[-1] // 2))
+            first = self.indptr[: mid + 1]
+            second = (self.indptr[mid:] - self.indptr[mid]).astype(self.indptr.dtype)
+            self._halves = (mid, first, second)
+        return self._halves
+
     @property
     def nbytes(self) -> int:
         """Memory held by the operator's arrays (the cached seed index excluded)."""
         parts = [self.indptr, self.cols, self.coef, self.dangling, self.chunk_nodes,
-                 self.chunk_ids, self.chunk_count, *self._scaled.values()]
+                 self.chunk_ids, self.chunk_count, *self._scaled.values(),
+                 *(self._halves[2:] if self._halves is not None else ())]
         if self.rows is not None:
             parts.append(self.rows)
         if self._matrix is not None:
@@ -739,7 +790,7 @@ class NameIndex:
 
 
 def personalized_pagerank(op: Operator, reset: np.ndarray, damping: float = 0.5,
-                          tolerance: float = 1e-4, max_iterations: int = 50,
+                          tolerance: float = 1e-4, max_iterations: int = 50, threads: int = 1,
                           ) -> tuple[np.ndarray, int]:
     """Power iteration of ``p = (1 - d) r + d (M p + dangling mass × r)``; ``(p, iterations)``.
 
@@ -748,7 +799,9 @@ def personalized_pagerank(op: Operator, reset: np.ndarray, damping: float = 0.5,
     as in networkx's and igraph's PPR. Stops when an iteration changes ``p``
     by less than ``tolerance`` in L1 norm. Computed in the operator's
     ``dtype``, in three preallocated vectors: a step is one fill, one CSR pass
-    accumulating into it (:meth:`Operator.damped_step`) and the L1 check.
+    accumulating into it (:meth:`Operator.damped_step`) and the L1 check;
+    ``threads`` > 1 lets a step over a large graph run its rows in two
+    threads (:data:`PARALLEL_EDGES`), with the same result.
     """
     total = float(reset.sum())
     if total <= 0.0 or op.n == 0:
@@ -758,7 +811,7 @@ def personalized_pagerank(op: Operator, reset: np.ndarray, damping: float = 0.5,
     p = r.copy()
     nxt = np.empty_like(r)
     diff = np.empty_like(r)
-    step = op.damped_step(damping)
+    step = op.damped_step(damping, threads)
     keep = 1.0 - damping
     iterations = 0
     for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported after the loop
@@ -911,7 +964,7 @@ def run_ppr(op: Operator, graph: GraphIndex, settings: Settings, *, query: str,
     walk, reweighted = relation_walk(op, graph, conn, query, seeds, settings.relation_weight,
                                      settings.relation_hops)
     p, iterations = personalized_pagerank(walk, r, settings.damping, settings.tolerance,
-                                          settings.max_iterations)
+                                          settings.max_iterations, settings.walk_threads)
     keep = trace is not None and trace.keep
     out: list[tuple[int, float]] = []
     if iterations:
@@ -954,7 +1007,7 @@ class PPRChannel:
         """
         settings = Settings.from_config(kb.config.retrieval)
         op = operator_for(graph, dtype=settings.precision)
-        op.damped_step(settings.damping)
+        op.damped_step(settings.damping, settings.walk_threads)
         if settings.seeds > 0 and settings.seed_weight > 0:
             if settings.seed_match == "exact":
                 op.name_index(store.conn, graph, settings.seed_kinds)

@@ -230,9 +230,9 @@ class ReweightedOperator:
         out[self._rows] += self.delta(x)
         return out.astype(self.dtype, copy=False)
 
-    def damped_step(self, damping: float) -> Any:
+    def damped_step(self, damping: float, threads: int = 1) -> Any:
         """``out += damping * (M + Δ) @ x`` as ``step(x, out)``: the base step, then ``Δ``'s rows."""
-        base_step = self.base.damped_step(damping)
+        base_step = self.base.damped_step(damping, threads)
         rows = self._rows
 
         def step(x: np.ndarray, out: np.ndarray) -> None:
