@@ -154,6 +154,28 @@ def test_a_walk_split_over_two_threads_gives_the_same_scores(monkeypatch: pytest
     assert Settings.from_config({"ppr_walk_threads": 0}).walk_threads == 1
 
 
+def test_a_forked_child_still_walks_in_two_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork keeps the helper thread's executor but not the thread: without a fresh one
+    # the child's first walk would wait forever for work nobody runs.
+    import signal
+
+    import pinakes_ppr
+
+    monkeypatch.setattr(pinakes_ppr, "PARALLEL_EDGES", 1)
+    g, _ = build(HAND)
+    op = build_operator(g, "scipy")
+    ids, cos = cosines_for(op, {1: 0.9, 2: 0.4})
+    r = reset_vector(op, op.chunk_cosines(ids, cos), 0.05, [(node_of(g, "tag", "t"), 0.7)])
+    parent, _ = personalized_pagerank(op, r, 0.5, 1e-9, 200, threads=2)
+    pid = os.fork()
+    if pid == 0:  # the child: a hang ends in SIGALRM, a wrong walk in exit code 3
+        signal.alarm(20)
+        child, _ = personalized_pagerank(op, r, 0.5, 1e-9, 200, threads=2)
+        os._exit(0 if child.tobytes() == parent.tobytes() else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def test_fast_step_matches_the_public_product() -> None:
     # damped_step accumulates d * M @ x into its output in one compiled pass (scipy's
     # kernel, weights pre-scaled once per damping); the NumPy backend does the same sum.

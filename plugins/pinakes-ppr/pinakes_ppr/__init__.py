@@ -257,6 +257,16 @@ _helper: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
 
 
+def _forget_helper() -> None:
+    """In a forked child the helper thread does not exist: make a new one on first use."""
+    global _helper, _helper_lock
+    _helper, _helper_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
+
+
 def _step_helper() -> ThreadPoolExecutor | None:
     """The one extra thread that walks run half of their rows on (None on a single core)."""
     global _helper
