@@ -325,15 +325,17 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
 
     English wh-phrases only, read at the head of the question: "how many
     milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
-    quantity; "when was" -> a date; "who" or "what is the name of" -> a name; "where" / "in which city" -> a place; "which <noun>" -> a
-    name (an instance of the noun: "Which font ..." -> "JetBrains Mono"), unless
-    it offers a choice ("X or Y"). Anything else is not checked: "why", "how do
-    I", "what does X do", a yes/no question, a question asking two things of
-    different kinds (two of one kind, "who ... and at which conference", are
-    read as that kind), a count of the asker's own doings ("how many books did
-    I buy": made by listing them, rarely written as a number; "how many
-    milligrams do I take" still asks for one), and a question behind a context sentence ("X did Y in 2019.
-    How many ...?": its top hits serve the context, not the asked fact).
+    quantity; "when was" -> a date; "who" or "what is the name of" -> a name;
+    "where" / "in which city" -> a place; "which <noun>" -> a name (an instance
+    of the noun: "Which font ..." -> "JetBrains Mono"), unless it offers a
+    choice ("X or Y"). Anything else is not checked: "why", "how do I", "what
+    does X do", a yes/no question, a question asking two things of different
+    kinds (two of one kind, "who ... and at which conference", are read as that
+    kind), a count of the asker's own doings ("how many books did I buy": made
+    by listing them, rarely written as a number; "how many milligrams do I
+    take" still asks for one), and a question behind a context sentence ("X did
+    Y in 2019. How many ...?": its top hits serve the context, not the asked
+    fact).
     """
     low = query.strip().lower().replace("’", "'")
     if re.search(r"[.?!;:]\s+\S", low.rstrip("?!. ")):
