@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .sqlin import batches
-from .sqlin import marks as sqlmarks
+from .sqlin import rows as sqlrows
 
 
 def assemble(plan: Any, lexical: Any, dense: Any, lists: Any, trace: Any, hits: Sequence[Any],
@@ -187,11 +186,8 @@ def node_labels(conn: Any, graph: Any, nodes: Iterable[int]) -> dict[int, dict[s
     if not idx:
         return out
     ids = [int(graph.node_ids[i]) for i in idx]
-    rows = {}
-    for part in batches(ids):
-        marks = sqlmarks(part)
-        rows.update({int(r[0]): (r[1], r[2], r[3]) for r in conn.execute(
-            f"SELECT id, kind, key, label FROM nodes WHERE id IN ({marks})", part)})
+    rows = {int(r[0]): (r[1], r[2], r[3])
+            for r in sqlrows(conn, "SELECT id, kind, key, label FROM nodes WHERE id IN ({})", ids)}
     chunks = [int(graph.chunk_of[i]) for i in idx if graph.chunk_of[i] >= 0]
     where = _chunk_places(conn, chunks)
     for i, nid in zip(idx, ids, strict=True):
@@ -215,13 +211,11 @@ def edge_between(graph: Any, u: int, v: int) -> tuple[str, float]:
 
 def _chunk_places(conn: Any, chunk_ids: list[int]) -> dict[int, str]:
     out: dict[int, str] = {}
-    for part in batches(chunk_ids):
-        marks = sqlmarks(part)
-        for cid, title, heading, path, line in conn.execute(
-                f"SELECT c.id, d.title, c.heading_path, d.path, c.start_line FROM chunks c "
-                f"JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})", part):
-            head = [h for h in json.loads(heading) if h.strip().casefold() != title.strip().casefold()]
-            out[int(cid)] = f"{title}" + (f" > {' > '.join(head)}" if head else "") + f" ({path}:{line})"
+    for cid, title, heading, path, line in sqlrows(
+            conn, "SELECT c.id, d.title, c.heading_path, d.path, c.start_line FROM chunks c "
+            "JOIN documents d ON d.doc = c.doc WHERE c.id IN ({})", chunk_ids):
+        head = [h for h in json.loads(heading) if h.strip().casefold() != title.strip().casefold()]
+        out[int(cid)] = f"{title}" + (f" > {' > '.join(head)}" if head else "") + f" ({path}:{line})"
     return out
 
 

@@ -58,6 +58,7 @@ from .fsutil import matches_any
 from .sidecar import is_ulid
 from .sqlin import batches
 from .sqlin import marks as sqlmarks
+from .sqlin import rows as sqlrows
 from .text import content_words
 
 if TYPE_CHECKING:
@@ -375,13 +376,10 @@ class Resolver:
         known_ids = set(self._lookup(
             "SELECT ulid, ulid FROM documents WHERE ulid IN ({})", sorted(ids)))
         by_name: dict[str, list[tuple[str, str, str]]] = {}
-        for chunk in batches(sorted(n for n in names if n)):
-            marks = sqlmarks(chunk)
-            for name, tier, ulid, path in self.conn.execute(
-                "SELECT n.name, n.tier, d.ulid, d.path FROM link_names n JOIN documents d"
-                f" ON d.doc = n.doc WHERE n.name IN ({marks})", chunk,
-            ):
-                by_name.setdefault(name, []).append((tier, ulid, path))
+        for name, tier, ulid, path in sqlrows(
+                self.conn, "SELECT n.name, n.tier, d.ulid, d.path FROM link_names n JOIN documents d"
+                " ON d.doc = n.doc WHERE n.name IN ({})", (n for n in names if n)):
+            by_name.setdefault(name, []).append((tier, ulid, path))
         out: list[Answer] = []
         for kind, key, src, alt in norm:
             if kind in ("path", "guess"):
@@ -441,11 +439,7 @@ class Resolver:
         return out
 
     def _lookup(self, sql: str, keys: list[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for chunk in batches(keys):
-            for a, b in self.conn.execute(sql.format(sqlmarks(chunk)), chunk):
-                found[a] = b
-        return found
+        return dict(sqlrows(self.conn, sql, keys))
 
     def _path(self, kind: str, key: str, src: str, alt: str, by_path: dict[str, str],
               by_name: dict[str, list[tuple[str, str, str]]]) -> Answer:
@@ -610,9 +604,7 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     touched |= {fold(strip_suffix(path)) for path in recorded}
     # Links of other documents whose answer may have changed (collected before the new rows exist).
     ids: set[int] = set()
-    for chunk in batches(sorted(gone)):
-        marks = sqlmarks(chunk)
-        ids.update(r[0] for r in conn.execute(f"SELECT id FROM links WHERE dst_ulid IN ({marks})", chunk))
+    ids.update(r[0] for r in sqlrows(conn, "SELECT id FROM links WHERE dst_ulid IN ({})", gone))
     for chunk in batches(sorted(touched)):
         marks = sqlmarks(chunk)
         ids.update(r[0] for r in conn.execute(
@@ -642,12 +634,9 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     )
     if not ids:
         return set()
-    todo: list[tuple[Any, ...]] = []
-    for chunk in batches(sorted(ids)):
-        marks = sqlmarks(chunk)
-        todo.extend(tuple(r) for r in conn.execute(
-            "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.alt, l.raw, l.label"
-            f" FROM links l JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({marks})", chunk))
+    todo = [tuple(r) for r in sqlrows(
+        conn, "SELECT l.id, l.kind, l.key, d.path, l.src_doc, l.dst_ulid, l.alt, l.raw, l.label"
+        " FROM links l JOIN documents d ON d.doc = l.src_doc WHERE l.id IN ({})", ids)]
     results = resolver.answers([(t[1], t[2], t[3], t[6], t[7]) for t in todo])
     conn.executemany("UPDATE links SET dst_ulid = ?, reason = ?, label = ? WHERE id = ?", [
         (a.ulid, a.reason, _label(t[1], t[6], t[7], t[8], a.flipped), t[0])
@@ -752,16 +741,13 @@ def link_contexts(conn: Any, src_docs: Sequence[int] | None = None) -> dict[tupl
     """
     words: dict[tuple[int, int], dict[str, None]] = {}
     if src_docs is None:
-        results: Iterable[Any] = [conn.execute(_AUTHORED_SQL + " ORDER BY l.id", (NO_HUB,))]
+        found: Iterable[Any] = conn.execute(_AUTHORED_SQL + " ORDER BY l.id", (NO_HUB,))
     else:
-        results = (conn.execute(_AUTHORED_SQL + f" AND l.src_doc IN ({sqlmarks(part)})"
-                                " ORDER BY l.id", (NO_HUB, *part))
-                   for part in batches(sorted(set(src_docs))))
-    for rows in results:
-        for r in rows:
-            bag = words.setdefault((r[0], r[1]), {})
-            bag.update(dict.fromkeys(content_words(r[6] or "")))
-            bag.update(dict.fromkeys((r[7] or "").split()))
+        found = sqlrows(conn, _AUTHORED_SQL + " AND l.src_doc IN ({}) ORDER BY l.id", src_docs, NO_HUB)
+    for r in found:
+        bag = words.setdefault((r[0], r[1]), {})
+        bag.update(dict.fromkeys(content_words(r[6] or "")))
+        bag.update(dict.fromkeys((r[7] or "").split()))
     return {edge: " ".join(ws) for edge, ws in words.items()}
 
 
@@ -808,13 +794,10 @@ class FleetLookup:
                 break
             try:
                 conn = other.reader().conn
-                for chunk in batches(rest):
-                    marks = sqlmarks(chunk)
-                    for ulid, title, path in conn.execute(
-                        f"SELECT ulid, title, path FROM documents WHERE ulid IN ({marks}) ORDER BY path",
-                        chunk,
-                    ):
-                        found.setdefault(ulid, {"kb": name, "title": title, "path": path})
+                for ulid, title, path in sqlrows(
+                        conn, "SELECT ulid, title, path FROM documents WHERE ulid IN ({}) ORDER BY path",
+                        rest):
+                    found.setdefault(ulid, {"kb": name, "title": title, "path": path})
             except Exception:  # noqa: S112 - an unsynced KB simply has no answers
                 continue
         return found
@@ -998,15 +981,11 @@ class _Walk:
 
     def load_docs(self, ulids: Iterable[str]) -> None:
         need = sorted({u for u in ulids if u not in self.docs})
-        for chunk in batches(need):
-            marks = sqlmarks(chunk)
-            for row in self.conn.execute(
-                f"SELECT doc, ulid, path, title FROM documents WHERE ulid IN ({marks}) ORDER BY path",
-                chunk,
-            ):
-                entry = self.docs.setdefault(row["ulid"], {"title": row["title"], "path": row["path"],
-                                                            "keys": []})
-                entry["keys"].append(row["doc"])
+        for row in sqlrows(self.conn, "SELECT doc, ulid, path, title FROM documents"
+                                      " WHERE ulid IN ({}) ORDER BY path", need):
+            entry = self.docs.setdefault(row["ulid"], {"title": row["title"], "path": row["path"],
+                                                        "keys": []})
+            entry["keys"].append(row["doc"])
         if self.qv is not None:
             self._score(need)
 
@@ -1016,13 +995,10 @@ class _Walk:
             return
         chunk_ids: list[int] = []
         owners: list[str] = []
-        for chunk in batches(sorted(keys)):
-            marks = sqlmarks(chunk)
-            for cid, dkey in self.conn.execute(
-                f"SELECT id, doc FROM chunks WHERE doc IN ({marks}) AND vec IS NOT NULL", chunk
-            ):
-                chunk_ids.append(cid)
-                owners.append(keys[dkey])
+        for cid, dkey in sqlrows(
+                self.conn, "SELECT id, doc FROM chunks WHERE doc IN ({}) AND vec IS NOT NULL", keys):
+            chunk_ids.append(cid)
+            owners.append(keys[dkey])
         if not chunk_ids:
             return
         ids = np.asarray(chunk_ids, dtype=np.int64)
@@ -1073,16 +1049,13 @@ class _Walk:
 
     def unresolved_of(self, ulids: list[str]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        for chunk in batches(sorted(ulids)):
-            marks = sqlmarks(chunk)
-            for r in self.conn.execute(
-                "SELECT s.ulid AS node, l.raw, l.kind, l.key, l.rel, l.reason, l.origin, l.line"
-                f" FROM links l JOIN documents s ON s.doc = l.src_doc WHERE s.ulid IN ({marks})"
-                " AND l.dst_ulid IS NULL ORDER BY l.origin DESC, l.line, l.id", chunk,
-            ):
-                if self.rel is not None and r["rel"] != self.rel:
-                    continue
-                rows.append(dict(r))
+        for r in sqlrows(
+                self.conn, "SELECT s.ulid AS node, l.raw, l.kind, l.key, l.rel, l.reason, l.origin,"
+                " l.line FROM links l JOIN documents s ON s.doc = l.src_doc WHERE s.ulid IN ({})"
+                " AND l.dst_ulid IS NULL ORDER BY l.origin DESC, l.line, l.id", ulids):
+            if self.rel is not None and r["rel"] != self.rel:
+                continue
+            rows.append(dict(r))
         return fleet_refine(self.kb, rows, self.lookup) if rows else rows
 
     # -- ranking

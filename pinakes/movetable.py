@@ -18,6 +18,7 @@ from .sqlin import batches, marks, rows
 #: ``links.reason`` of a row resolved through a move record (``dst_ulid`` is set).
 MOVED = "moved"
 
+
 def is_relative(raw: str) -> bool:
     """Whether a written target is read from its document's folder (not root-absolute, no scheme)."""
     return not raw.startswith("/") and ":" not in raw.split("/", 1)[0]

@@ -35,8 +35,8 @@ from .fsutil import matches_any
 from .links import NO_HUB
 from .quant import dequantise
 from .quant import scores as quant_scores
-from .sqlin import batches
 from .sqlin import marks as sqlmarks
+from .sqlin import rows as sqlrows
 from .termstats import chunk_count as _chunk_count
 from .termstats import fts_terms as _fts_terms
 from .termstats import idf as _idf
@@ -866,12 +866,9 @@ def _catalogued(memo: dict[str, Any], conn: Any, generation: int, pages: list[st
             index_docs.append(int(doc))
         elif no_hub and matches_any(path, no_hub):
             skip.append(int(doc))
-    found: set[int] = set()
-    for part in batches(index_docs):
-        marks = sqlmarks(part)
-        found.update(int(r[0]) for r in conn.execute(
-            "SELECT DISTINCT d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
-            f"WHERE l.src_doc IN ({marks}) AND l.dst_ulid IS NOT NULL AND l.dst_kb = ''", part))
+    found = {int(r[0]) for r in sqlrows(
+        conn, "SELECT DISTINCT d.doc FROM links l JOIN documents d ON d.ulid = l.dst_ulid "
+        "WHERE l.src_doc IN ({}) AND l.dst_ulid IS NOT NULL AND l.dst_kb = ''", index_docs)}
     found.difference_update(index_docs, skip)
     cache.update(key=key, docs=found)
     return found
@@ -984,12 +981,8 @@ def _doc_evidence(conn: Any, fused: list[tuple[int, float]], lists: Lists, weigh
     present = [set(ids) for ids in lists.ranked.values() if ids]
     if not fused or len(present) < 2:
         return fused
-    doc_of: dict[int, int] = {}
-    ids = [cid for cid, _ in fused]
-    for part in batches(ids):
-        marks = sqlmarks(part)
-        doc_of.update((int(r[0]), int(r[1])) for r in conn.execute(
-            f"SELECT id, doc FROM chunks WHERE id IN ({marks})", part))
+    doc_of = {int(r[0]): int(r[1]) for r in sqlrows(
+        conn, "SELECT id, doc FROM chunks WHERE id IN ({})", (cid for cid, _ in fused))}
     best: dict[int, int] = {}
     second: dict[int, float] = {}
     for cid, score in fused:  # best first
@@ -1025,16 +1018,9 @@ def _fuse(lists: Lists, channel_weights: dict[str, float], rrf_k: float,
 
 
 def _chunk_texts(conn: Any, ids: list[int]) -> dict[int, tuple[str, str, str]]:
-    out: dict[int, tuple[str, str, str]] = {}
-    for part in batches(ids):
-        marks = sqlmarks(part)
-        for r in conn.execute(
-            f"SELECT c.id, d.title, c.heading_path, c.text FROM chunks c "
-            f"JOIN documents d ON d.doc = c.doc WHERE c.id IN ({marks})",
-            part,
-        ):
-            out[int(r[0])] = (r[1], " > ".join(json.loads(r[2])), r[3])
-    return out
+    return {int(r[0]): (r[1], " > ".join(json.loads(r[2])), r[3]) for r in sqlrows(
+        conn, "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c "
+        "JOIN documents d ON d.doc = c.doc WHERE c.id IN ({})", ids)}
 
 
 def _check_hits(top_hits: list[tuple[int, float]], texts: dict[int, tuple[str, str, str]],

@@ -67,6 +67,7 @@ from pinakes.dialects import doc_aliases
 from pinakes.errors import ConfigError
 from pinakes.graph import Changes, DocView, Edge, Node, chunk_node
 from pinakes.sqlin import batches, marks
+from pinakes.sqlin import rows as sqlrows
 from pinakes.text import CJK_RE, STOPWORDS, fts_phrase
 
 from .names import (
@@ -664,10 +665,7 @@ def prose_share(total: int, found: Sequence[tuple[str, int, str]]) -> float:
 
 def _column(conn: sqlite3.Connection, sql: str, items: Iterable[Any]) -> set[Any]:
     """The first column of ``sql`` (with ``{}`` standing for the IN list) over ``items``."""
-    out: set[Any] = set()
-    for part in batches(sorted(items)):
-        out.update(r[0] for r in conn.execute(sql.format(marks(part)), part))
-    return out
+    return {r[0] for r in sqlrows(conn, sql, items)}
 
 
 def _exec_in(conn: sqlite3.Connection, sql: str, items: Iterable[Any], repeat: int = 1) -> None:

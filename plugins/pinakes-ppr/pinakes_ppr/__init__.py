@@ -373,14 +373,14 @@ class Operator:
             head = (mid, n, first, cols[:at], data[:at])
             tail = (n - mid, n, second, cols[at:], data[at:])
 
-            def halves(x: np.ndarray, out: np.ndarray) -> None:
+            def split_step(x: np.ndarray, out: np.ndarray) -> None:
                 assert out.dtype == data.dtype and out.flags.c_contiguous and len(out) == n
                 # Rows [mid, n) on the helper thread, rows [0, mid) here; each into its own
                 # slice of ``out`` (a contiguous view: the kernel accumulates into it).
                 pending = helper.submit(kernel, *tail, x, out[mid:])
                 kernel(*head, x, out[:mid])
                 pending.result()
-            return halves
+            return split_step
 
         def fast(x: np.ndarray, out: np.ndarray) -> None:
             # The kernel writes into ``out`` only if it needs no conversion.
