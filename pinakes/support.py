@@ -47,7 +47,10 @@ already holds, IDF from the search's own cache):
     question best (the largest share of its IDF mass, the hit's title and
     headings counting for every sentence under them) should hold a token of
     that kind (a number, a year or month, a capitalised word or code span
-    the question does not contain, ...). The gap between that best sentence
+    the question does not contain, ...). For a question about the asker (I,
+    my, we), the best sentence is the best first-person statement when a top
+    hit has one: in a chat log the assistant's advice repeats the question's
+    words, and the fact sits in the user's own turn. The gap between that best sentence
     and the best one that does hold such a token (a neighbouring sentence's
     token counts half) is 0 for an answer and large for a near miss: "What
     font size do I use in VS Code?" against "I use VS Code ... with JetBrains
@@ -286,6 +289,16 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])")
 
 #: "... did I / have we ...": the question counts the asker's own doings.
 _FIRST_PERSON = re.compile(r"\b" + _AUX + r"\s+(?:i|we)\b")
+#: "how many days after / how long between ...": a span between two dated events.
+_INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?(?:days|weeks|months|years|hours|"
+                       r"minutes|nights)\b(?:\s+\w+){0,8}?|long)\s+(?:after|before|between|since|"
+                       r"until|apart|passed|elapsed|earlier|later)\b")
+#: "how many miles ... between A and B", "how much ... since": a difference of two readings.
+_DIFFERENCE = re.compile(r"how\s+(?:many|much)\b(?:\s+[\w'\-]+){0,10}?\s+(?:between|since)\b")
+#: People counted under one name or another: "how many guests" is answered by "8 people".
+_PERSONS = ("people", "person", "persons", "guests", "guest", "attendees", "attendee",
+            "participants", "participant", "adults", "adult", "kids", "kid", "children", "child",
+            "friends", "friend", "members", "member", "visitors", "visitor")
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -359,6 +372,12 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
     wh-word) of the lower-cased question ``low``."""
     if main.startswith("how long ago"):
         return QUANTITY, ()
+    if _INTERVAL.match(main) or _DIFFERENCE.match(main):
+        # "How many days after my birthday is the race?", "how long between the move and
+        # the new job?", "how many miles did I drive between the two services?": worked
+        # out from two dated events or two readings, often in two notes; no one sentence
+        # holds the difference, so nothing is checked.
+        return None, ()
     m = re.match(r"how\s+(many|much)\b((?:\s+[\w\-]+){0,3})", main)
     if m:
         noun: list[str] = []
@@ -378,6 +397,8 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
         if m.group(1) == "many" and head and head != "times":
             # A count of X is written "N X": "24 layers", "3-4 days". A number next to
             # something else ("one million tokens" for "how many entities") is not it.
+            if head in _PERSONS:
+                return QUANTITY, _PERSONS
             return QUANTITY, tuple(dict.fromkeys((head, _singular(head))))
         return QUANTITY, ()
     if re.match(r"how\s+(?:long|old|far|often|big|large|small|fast|tall|high|wide|deep|heavy|"
@@ -497,6 +518,15 @@ def _after_stop(text: str, pos: int) -> bool:
     return j < 0 or text[j] in ".!?:"
 
 
+#: The asker's own voice, in a question or a note: "I", "my", "we", "our" ...
+_ASKER = re.compile(r"\b(?:I|[Mm]y|me|mine|[Ww]e|[Oo]ur|ours|us)\b")
+
+
+def _own_statement(sent: str) -> bool:
+    """Does ``sent`` state something in the first person (not ask it)?"""
+    return bool(_ASKER.search(sent)) and not sent.rstrip(" *_\"')]").endswith("?")
+
+
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]]) -> tuple[str | None, float, set[str]]:
     """The answer's kind, the typed gap (see the module docstring) and the best sentence's terms.
@@ -510,10 +540,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}
     asked |= {w.rstrip(".") for w in asked} | {w[:-2] for w in asked if w.endswith("'s")}
     frozen = frozenset(asked)
+    about_asker = bool(_ASKER.search(query))
     mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     per_hit: list[tuple[list[str], bool]] = []
     best_all, best_terms = 0.0, set()
+    best_own, own_terms = 0.0, set()
     for h in hits:
         context = f"{h.title}\n{' > '.join(h.heading_path)}"
         in_context = {t for t in terms if patterns[t].search(context)}
@@ -531,6 +563,16 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             scored.append((share, len(per_hit) - 1, i))
             if share > best_all:
                 best_all, best_terms = share, got
+            if about_asker and share > best_own and _own_statement(sent):
+                best_own, own_terms = share, got
+    if best_own > 0.0:
+        # A question about the asker is answered where the notes speak for the asker. In a
+        # chat log the assistant's advice repeats the question's words ("keep taking the
+        # higher dose") while the fact sits in the user's turn ("my doctor bumped me up to
+        # 4,000 IU a day"); a question in the notes ("... with the higher dose?") states
+        # nothing. So the gap is measured from the best first-person statement, when any
+        # top hit has one; other notes (docs in "you", a third-person page) read as before.
+        best_all, best_terms = best_own, own_terms
     # Best-matching sentences first; reading stops once no sentence left can do better.
     typed: dict[tuple[int, int], bool] = {}
 
@@ -599,6 +641,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         written.setdefault(low, word)
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
+        if low in _MONTHS or low in _DAYS:
+            continue  # "in March": notes date things in many ways ("2024-03-14"), not a name
         name_like = (m.start() > 0 and word != low) or (  # a capital past the first word
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like and df_of(low) == 0:

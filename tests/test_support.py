@@ -196,6 +196,17 @@ def test_a_name_the_notes_never_mention_is_unknown(coffee: KB) -> None:
     assert plain.unknown == [] and x_plain[FEATURES.index("unknown_name")] == 0.0
 
 
+def test_a_month_is_a_date_not_an_unknown_name(make_kb: Any) -> None:
+    """Notes date things as "2024-03-14": "in March" is no name the KB fails to mention."""
+    kb = make_kb({"2024-03-14-chat.md": "# Chat\n\nI bought a Fuji X100V camera last week.\n"},
+                 name="months")
+    kb.sync()
+    support, x = support_of(kb, "What camera did I buy in March?")
+    assert support.unknown == [] and x[FEATURES.index("unknown_name")] == 0.0
+    other, _ = support_of(kb, "What camera did I buy in Osaka?")
+    assert other.unknown == ["Osaka"]  # the rule is about dates, not every capital
+
+
 def test_support_needs_the_query_it_was_asked() -> None:
     class Lists:
         ranked: dict[str, list[int]] = {}
@@ -318,6 +329,15 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("How many milligrams of magnesium do I take a day?", QUANTITY),
     ("How many pages does the novel have?", QUANTITY),
     ("How can you count how many lines each function contributes?", None),  # embedded "how many"
+    # A span between two dated events is worked out, not written: not checked. A duration
+    # that one sentence states still is.
+    ("How many days after my birthday is the race?", None),
+    ("How many days were there between the trip and the wedding?", None),
+    ("How long after the move did I start the new job?", None),
+    ("How many miles did I drive between the two services?", None),
+    ("How much weight have I lost since January?", None),
+    ("How long does coffee steep before pressing?", QUANTITY),
+    ("How many days did I spend in Lisbon?", QUANTITY),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
     assert answer_type(question)[0] == kind
@@ -335,6 +355,10 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     entities = answer_type("How many entities did the pipeline extract?")[1]
     assert not holds_typed(QUANTITY, "The corpus holds about one million tokens.", frozenset(), entities)
     assert holds_typed(QUANTITY, "It extracted 15,000 entities.", frozenset(), entities)
+    # People are counted under one name or another: guests, people, adults.
+    guests = answer_type("How many guests are coming for dinner?")[1]
+    assert holds_typed(QUANTITY, "We're hosting dinner for 8 people this year.", frozenset(), guests)
+    assert not holds_typed(QUANTITY, "We're hosting dinner for 8 hours this year.", frozenset(), guests)
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
@@ -388,3 +412,40 @@ def test_a_near_miss_that_holds_every_asked_word_but_no_value(make_kb: Any) -> N
     assert near.confidence is not None and answered.confidence is not None
     assert answered.confidence > 0.9 and not answered.abstained
     assert near.abstained and near.reason == support.reason()
+
+
+VITAMIN_CHAT = """
+    # Chat session 25
+
+    **User:** I got my follow-up bloodwork back. My vitamin D is still on the low side, so
+    my doctor bumped me up to 4,000 IU a day. Is there anything else I should think about
+    with the higher dose?
+
+    **Assistant:** With a higher dose, keep taking it consistently with a meal that
+    contains some fat, and avoid doubling up with other products that contain vitamin D.
+    Ask whether they plan to retest, since that is how they will confirm the new dose works.
+    """
+
+
+def test_in_a_chat_log_the_askers_own_turn_holds_the_fact(make_kb: Any) -> None:
+    """The assistant's advice repeats the question's words; the user's turn states the fact.
+
+    A question about the asker ("am I") is read against the notes' first-person
+    statements, so the advice sentence, which holds every asked word and no number,
+    is not mistaken for the place the answer should be.
+    """
+    question = "What dose of vitamin D am I taking now?"
+    kb = make_kb({**COFFEE, "chats/session-25.md": VITAMIN_CHAT}, name="vitamin-chat")
+    kb.sync()
+    support, x = support_of(kb, question)
+    assert support.expects == QUANTITY
+    assert x[FEATURES.index("typed_missing")] == 0.0
+    res = kb.search(question)
+    assert res.confidence is not None and not res.abstained
+    # Without the fact in the user's turn, the same chat is a near miss.
+    kb2 = make_kb({**COFFEE, "chats/session-25.md": VITAMIN_CHAT.replace(
+        "bumped me up to 4,000 IU a day", "changed my prescription")}, name="vitamin-chat-near")
+    kb2.sync()
+    near, x_near = support_of(kb2, question)
+    assert x_near[FEATURES.index("typed_missing")] == 1.0
+    assert near.reason() == "found 'vitamin', but no number near it"
