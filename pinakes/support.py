@@ -293,6 +293,8 @@ _FIRST_PERSON = re.compile(r"\b" + _AUX + r"\s+(?:i|we)\b")
 _INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?(?:days|weeks|months|years|hours|"
                        r"minutes|nights)\b(?:\s+\w+){0,8}?|long)\s+(?:after|before|between|since|"
                        r"until|apart|passed|elapsed|earlier|later)\b")
+#: "how long ago", "how many weeks ago": the span from a dated event to today.
+_AGO = re.compile(r"how\s+(?:long|many\s+(?:days|weeks|months|years|hours|minutes|nights))\s+ago\b")
 #: "how many miles ... between A and B", "how much ... since": a difference of two readings.
 _DIFFERENCE = re.compile(r"how\s+(?:many|much)\b(?:\s+[\w'\-]+){0,10}?\s+(?:between|since)\b")
 #: People counted under one name or another: "how many guests" is answered by "8 people".
@@ -370,13 +372,13 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
 def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
     """The answer type asked by one wh-clause ``main`` (the rest of the question from its
     wh-word) of the lower-cased question ``low``."""
-    if main.startswith("how long ago"):
-        return QUANTITY, ()
-    if _INTERVAL.match(main) or _DIFFERENCE.match(main):
+    if _INTERVAL.match(main) or _DIFFERENCE.match(main) or _AGO.match(main):
         # "How many days after my birthday is the race?", "how long between the move and
         # the new job?", "how many miles did I drive between the two services?": worked
         # out from two dated events or two readings, often in two notes; no one sentence
-        # holds the difference, so nothing is checked.
+        # holds the difference, so nothing is checked. "How long ago / how many days ago
+        # did I ...?" is the span from a dated note to today: a chat session or a journal
+        # entry dates the event ("I went today", "2024-03-14"), rarely writes the span.
         return None, ()
     m = re.match(r"how\s+(many|much)\b((?:\s+[\w\-]+){0,3})", main)
     if m:

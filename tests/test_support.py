@@ -300,7 +300,6 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("Roughly how many days will the results take?", QUANTITY),
     ("What font size do I use in VS Code?", QUANTITY),
     ("What is the default chunk size of the splitter?", QUANTITY),
-    ("How long ago did I stop eating meat?", QUANTITY),
     ("When was the first episode published?", DATE),
     ("In which release was the old compiler removed?", DATE),
     ("Who invented the French press?", NAME),
@@ -335,6 +334,8 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("How many days were there between the trip and the wedding?", None),
     ("How long after the move did I start the new job?", None),
     ("How many miles did I drive between the two services?", None),
+    ("How long ago did I stop eating meat?", None),  # the span from a dated note to today
+    ("How many days ago did I buy the camera?", None),
     ("How much weight have I lost since January?", None),
     ("How long does coffee steep before pressing?", QUANTITY),
     ("How many days did I spend in Lisbon?", QUANTITY),
