@@ -133,17 +133,26 @@ def percentile(values: list[float], p: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
 
 
+#: How long the clients keep calling, at most, while they wait for ``min_syncs`` syncs.
+SYNC_WAIT_S = 240.0
+
+
 async def client(session: Any, transport: str, calls: int, stats: Stats, canaries: int, seed: int,
                  synced: dict[str, Any], min_syncs: int) -> None:
-    """``calls`` calls, and more (up to 20x) until ``min_syncs`` syncs ran under the stream."""
+    """``calls`` calls, and more until ``min_syncs`` syncs ran under the stream.
+
+    The wait for syncs is bounded by time (:data:`SYNC_WAIT_S`), not by a count of
+    calls: on a loaded machine one ``pnk sync`` can outlast hundreds of fast calls.
+    """
     import random
 
     rng = random.Random(seed)
     last_gen = -1
     i = -1
+    deadline = time.monotonic() + SYNC_WAIT_S
     while True:
         i += 1
-        if i >= calls and (synced.get("syncs", 0) >= min_syncs or i >= calls * 20):
+        if i >= calls and (synced.get("syncs", 0) >= min_syncs or time.monotonic() > deadline):
             break
         kind = ("canary", "search", "links", "kbs")[i % 4] if i % 3 else "canary"
         if kind == "canary":
