@@ -91,6 +91,9 @@ SUPPORT_HITS = 3
 _QUANTITY = re.compile(r"\bhow\s+(many|much|long|often|far|old)\b", re.IGNORECASE)
 #: Words as written, for telling names (capitals, digits) from ordinary words.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+#: A lower-case word with digits between letters is shorthand for words ("seq2seq" for
+#: "sequence-to-sequence", "i18n", "k8s"), not a name: notes often spell it out.
+_NUMERONYM = re.compile(r"[a-z]+\d+[a-z]+")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
 #: are initials and units, and a trigram index cannot count them at all).
 MIN_UNKNOWN_CHARS = 3
@@ -647,6 +650,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             continue  # "in March": notes date things in many ways ("2024-03-14"), not a name
         name_like = (m.start() > 0 and word != low) or (  # a capital past the first word
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
+        if word == low and _NUMERONYM.fullmatch(word):
+            continue  # "seq2seq", "e2e", "k8s": shorthand the notes may write out in full
         if name_like and df_of(low) == 0:
             unknown.append(word)
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)

@@ -207,6 +207,17 @@ def test_a_month_is_a_date_not_an_unknown_name(make_kb: Any) -> None:
     assert other.unknown == ["Osaka"]  # the rule is about dates, not every capital
 
 
+def test_shorthand_with_digits_inside_is_not_an_unknown_name(make_kb: Any) -> None:
+    """"seq2seq" is the notes' "sequence-to-sequence"; "GPT4" is still a name."""
+    kb = make_kb({"models.md": "# Models\n\nA sequence-to-sequence model writes one text "
+                               "from another.\n"}, name="shorthand")
+    kb.sync()
+    support, _ = support_of(kb, "What does a seq2seq model write?")
+    assert support.unknown == []
+    other, _ = support_of(kb, "What does a gpt4 model write?")
+    assert other.unknown == ["gpt4"]
+
+
 def test_support_needs_the_query_it_was_asked() -> None:
     class Lists:
         ranked: dict[str, list[int]] = {}
