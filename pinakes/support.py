@@ -41,7 +41,7 @@ already holds, IDF from the search's own cache):
     of token its answer is (:func:`answer_type`): a quantity ("how many",
     "what size", "what MRR@10"), a date ("when was", "which release"), a name
     ("who", "what is the name of", "which X"), a place ("where", "in which
-    city"), or nothing checkable ("why", "how do I", yes/no, two questions of
+    city"), a colour or a day of the week (closed classes), or nothing checkable ("why", "how do I", yes/no, two questions of
     different kinds in one; two of one kind are checked as that kind). The
     top hits are read sentence by sentence; the sentence that matches the
     question best (the largest share of its IDF mass, the hit's title and
@@ -109,7 +109,7 @@ class Support:
     unknown: list[str] = field(default_factory=list)  # names found nowhere in the KB, as written
     found: list[str] = field(default_factory=list)  # query terms the best hit holds (no names)
     gap: float = 0.0
-    expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE) or None
+    expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE, COLOUR, WEEKDAY)
     typed_gap: float = 0.0  # best sentence's share minus the best typed sentence's
     near: list[str] = field(default_factory=list)  # what the best sentence holds, as written
 
@@ -218,7 +218,10 @@ def _about(query: str, names: dict[tuple[str, ...], str]) -> tuple[list[str], se
 # --- what the question expects: a cheap reader of answer types ---------------------------
 
 QUANTITY, DATE, NAME, PLACE = "quantity", "date", "name", "place"
-_KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place"}
+#: Closed classes: a colour word, a day of the week.
+COLOUR, WEEKDAY = "colour", "weekday"
+_KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place", COLOUR: "colour",
+              WEEKDAY: "day of the week"}
 #: The typed gap (a share of the query's IDF mass) under which nothing is missing: one
 #: stray word. At :data:`TYPED_GAP_FULL` (a main content word of a question) it counts fully.
 TYPED_GAP_FROM = 0.15
@@ -304,6 +307,16 @@ _DIFFERENCE = re.compile(r"how\s+(?:many|much)\b(?:\s+[\w'\-]+){0,10}?\s+(?:betw
 _PERSONS = ("people", "person", "persons", "guests", "guest", "attendees", "attendee",
             "participants", "participant", "adults", "adult", "kids", "kid", "children", "child",
             "friends", "friend", "members", "member", "visitors", "visitor")
+#: What answers "what colour": a colour word (hair and fur colours among them).
+_COLOURS = frozenset("""red orange yellow green blue purple violet pink brown black white grey
+    gray silver gold golden beige tan navy teal turquoise cyan magenta maroon burgundy crimson
+    cream ivory charcoal olive lime khaki lavender lilac bronze copper amber indigo scarlet
+    coral peach plum rust slate taupe ginger tabby calico tortoiseshell brindle auburn blonde
+    blond brunette chestnut hazel multicoloured multicolored""".split())
+#: What answers "what day of the week": a weekday, in the singular or the plural.
+_WEEKDAYS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays
+    tuesdays wednesdays thursdays fridays saturdays sundays weekend weekends weekday
+    weekdays""".split())
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -335,6 +348,8 @@ def _noun_kind(words: Sequence[str]) -> str | None:
         return PLACE
     if h in _NAME_NOUNS:
         return NAME
+    if h in ("colour", "color", "colours", "colors"):
+        return COLOUR
     return None
 
 
@@ -415,6 +430,8 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
         return NAME, ()
     if main.startswith("where"):
         return PLACE, ()
+    if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
+        return WEEKDAY, ()  # a day of the week is one of seven words, not any date
     m = re.match(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?\s*"
                  r"(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|that|which|who|i|you|we)\b|[?,]|$)",
                  main)
@@ -494,6 +511,10 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             if low in _DAYS or (low in _MONTHS and (w[0].isupper() or low not in ("may", "march"))):
                 return True
         return False
+    if kind in (COLOUR, WEEKDAY):
+        words = _COLOURS if kind == COLOUR else _WEEKDAYS
+        return any(part in words and part not in asked
+                   for w in _TOKEN.findall(text.lower()) for part in w.split("-"))
     # A name or a place: a capitalised word past a sentence's first, a mixed-case or
     # letters-and-digits token, a code span or a path that the question does not contain.
     if any(m.group(0).lower() not in asked for m in _PATH.finditer(text)):

@@ -21,10 +21,12 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
+    COLOUR,
     DATE,
     NAME,
     PLACE,
     QUANTITY,
+    WEEKDAY,
     Support,
     answer_type,
     assess_search,
@@ -349,6 +351,12 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("How many days ago did I buy the camera?", None),
     ("How much weight have I lost since January?", None),
     ("How long does coffee steep before pressing?", QUANTITY),
+    # Closed classes: a colour, a day of the week (not any date).
+    ("What colour is my car?", COLOUR),
+    ("What is the colour of the kettle?", COLOUR),
+    ("What colour theme does my editor use?", None),
+    ("What day of the week does the club meet?", WEEKDAY),
+    ("Which day did we visit the palace?", DATE),
     ("How many days did I spend in Lisbon?", QUANTITY),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
@@ -371,6 +379,15 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     guests = answer_type("How many guests are coming for dinner?")[1]
     assert holds_typed(QUANTITY, "We're hosting dinner for 8 people this year.", frozenset(), guests)
     assert not holds_typed(QUANTITY, "We're hosting dinner for 8 hours this year.", frozenset(), guests)
+
+
+def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
+    none: frozenset[str] = frozenset()
+    assert holds_typed(COLOUR, "The car is a dark-blue estate.", none)
+    assert not holds_typed(COLOUR, "The car is a fast, roomy estate.", none)
+    assert not holds_typed(COLOUR, "The blue car is mine.", frozenset({"blue"}))  # asked already
+    assert holds_typed(WEEKDAY, "The club meets on Thursdays.", none)
+    assert not holds_typed(WEEKDAY, "The club met on 3 June 2024.", none)
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
