@@ -41,8 +41,9 @@ already holds, IDF from the search's own cache):
     of token its answer is (:func:`answer_type`): a quantity ("how many",
     "what size", "what MRR@10"), a date ("when was", "which release"), a name
     ("who", "what is the name of", "which X"), a place ("where", "in which
-    city"), a colour or a day of the week (closed classes), or nothing checkable ("why", "how do I", yes/no, two questions of
-    different kinds in one; two of one kind are checked as that kind). The
+    city"), a colour or a day of the week (closed classes), or nothing
+    checkable ("why", "how do I", yes/no, two questions of different kinds in
+    one; two of one kind are checked as that kind). The
     top hits are read sentence by sentence; the sentence that matches the
     question best (the largest share of its IDF mass, the hit's title and
     headings counting for every sentence under them) should hold a token of
@@ -50,8 +51,8 @@ already holds, IDF from the search's own cache):
     the question does not contain, ...). For a question about the asker (I,
     my, we), the best sentence is the best first-person statement when a top
     hit has one: in a chat log the assistant's advice repeats the question's
-    words, and the fact sits in the user's own turn. The gap between that best sentence
-    and the best one that does hold such a token (a neighbouring sentence's
+    words, and the fact sits in the user's own turn. The gap between that best
+    sentence and the best one that does hold such a token (a neighbouring sentence's
     token counts half) is 0 for an answer and large for a near miss: "What
     font size do I use in VS Code?" against "I use VS Code ... with JetBrains
     Mono font" (no number anywhere near), "What is the name of the cat ..."
@@ -247,6 +248,7 @@ _DATE_NOUNS = frozenset("year date month day time decade century era week hour s
 _PLACE_NOUNS = frozenset("""city country place town state location venue region continent address
     village county province island street neighbourhood neighborhood""".split())
 _NAME_NOUNS = frozenset({"name", "title", "nickname"})
+_COLOUR_NOUNS = frozenset({"colour", "color", "colours", "colors"})
 #: "how many <unit>": the number must carry that unit (or its symbol) to answer.
 _UNITS: dict[str, tuple[str, ...]] = {
     "milligrams": ("mg", "milligram"), "grams": ("g", "gram", "gr"), "kilograms": ("kg", "kilo"),
@@ -270,8 +272,8 @@ _NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten e
     annually""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
-_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday yesterday today "
-                  "tomorrow".split())
+_WEEK = "monday tuesday wednesday thursday friday saturday sunday".split()
+_DAYS = frozenset([*_WEEK, "yesterday", "today", "tomorrow"])
 # A number standing alone (not inside "x86_64", "M10P", "MRR@10", a path or a version's tail),
 # with an optional currency sign before and a short unit or % after ("46G", "100GB", "5%").
 _NUMBER = re.compile(r"(?<![\w@#/.\-])[-+]?[$£€]?\d+(?:[.,:]\d+)*(?:\s?%|[a-zA-Z]{0,3}\b)?(?![\w@])")
@@ -295,12 +297,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])")
 
 #: "... did I / have we ...": the question counts the asker's own doings.
 _FIRST_PERSON = re.compile(r"\b" + _AUX + r"\s+(?:i|we)\b")
+_TIME_UNITS = r"(?:days|weeks|months|years|hours|minutes|nights)"
 #: "how many days after / how long between ...": a span between two dated events.
-_INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?(?:days|weeks|months|years|hours|"
-                       r"minutes|nights)\b(?:\s+\w+){0,8}?|long)\s+(?:after|before|between|since|"
-                       r"until|apart|passed|elapsed|earlier|later)\b")
+_INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?" + _TIME_UNITS + r"\b(?:\s+\w+){0,8}?"
+                       r"|long)\s+(?:after|before|between|since|until|apart|passed|elapsed|earlier|"
+                       r"later)\b")
 #: "how long ago", "how many weeks ago": the span from a dated event to today.
-_AGO = re.compile(r"how\s+(?:long|many\s+(?:days|weeks|months|years|hours|minutes|nights))\s+ago\b")
+_AGO = re.compile(r"how\s+(?:long|many\s+" + _TIME_UNITS + r")\s+ago\b")
 #: "how many miles ... between A and B", "how much ... since": a difference of two readings.
 _DIFFERENCE = re.compile(r"how\s+(?:many|much)\b(?:\s+[\w'\-]+){0,10}?\s+(?:between|since)\b")
 #: People counted under one name or another: "how many guests" is answered by "8 people".
@@ -314,9 +317,8 @@ _COLOURS = frozenset("""red orange yellow green blue purple violet pink brown bl
     coral peach plum rust slate taupe ginger tabby calico tortoiseshell brindle auburn blonde
     blond brunette chestnut hazel multicoloured multicolored""".split())
 #: What answers "what day of the week": a weekday, in the singular or the plural.
-_WEEKDAYS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays
-    tuesdays wednesdays thursdays fridays saturdays sundays weekend weekends weekday
-    weekdays""".split())
+_WEEKDAYS = frozenset([*_WEEK, *(d + "s" for d in _WEEK), "weekend", "weekends", "weekday",
+                       "weekdays"])
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -348,7 +350,7 @@ def _noun_kind(words: Sequence[str]) -> str | None:
         return PLACE
     if h in _NAME_NOUNS:
         return NAME
-    if h in ("colour", "color", "colours", "colors"):
+    if h in _COLOUR_NOUNS:
         return COLOUR
     return None
 
@@ -667,12 +669,12 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         written.setdefault(low, word)
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
-        if low in _MONTHS or low in _DAYS:
-            continue  # "in March": notes date things in many ways ("2024-03-14"), not a name
+        if low in _MONTHS or low in _DAYS or word == low and _NUMERONYM.fullmatch(word):
+            # "in March": notes date things many ways ("2024-03-14"); "seq2seq", "k8s":
+            # shorthand the notes may write out in full. Neither is a name.
+            continue
         name_like = (m.start() > 0 and word != low) or (  # a capital past the first word
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
-        if word == low and _NUMERONYM.fullmatch(word):
-            continue  # "seq2seq", "e2e", "k8s": shorthand the notes may write out in full
         if name_like and df_of(low) == 0:
             unknown.append(word)
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)
