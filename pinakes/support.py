@@ -281,6 +281,10 @@ _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
                    r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
+#: "this weekend", "next month", "tonight": a date counted from the note's own (a journal
+#: day's, a chat session's), as good as written out when the note is dated.
+_RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
+                            r"summer|autumn|fall|winter)\b|\btonight\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
 _CODE = re.compile(r"`([^`\n]+)`")
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)*"
@@ -319,6 +323,14 @@ _COLOURS = frozenset("""red orange yellow green blue purple violet pink brown bl
 #: What answers "what day of the week": a weekday, in the singular or the plural.
 _WEEKDAYS = frozenset([*_WEEK, *(d + "s" for d in _WEEK), "weekend", "weekends", "weekday",
                        "weekdays"])
+#: "what's", "who's", "when's": the wh-word and "is", read as written out.
+_CONTRACTED = re.compile(r"\b(what|who|where|when|which|how)'s\b")
+#: "When is <someone's / my / the next> <event>?": a date the notes must write (no verb
+#: after: "when is my code re-embedded" asks a condition, "when is it worth ..." too).
+_SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the\s+next|[\w\-]+'s)"
+                        r"(?:\s+(?![\w\-]*(?:ed|en)\b)[\w\-']+){1,4}\s*\??$")
+#: The units of a date question whose answer a note's own date (title, heading) is not.
+UNDATED_CONTEXT = "undated-context"
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -373,6 +385,7 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     fact).
     """
     low = query.strip().lower().replace("’", "'")
+    low = _CONTRACTED.sub(r"\1 is", low)  # "What's the name of ...": "what is the name of ..."
     if re.search(r"[.?!;:]\s+\S", low.rstrip("?!. ")):
         return None, ()
     if re.match(_AUX + r"\b", low) and _WH.search(low):
@@ -428,6 +441,11 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
         return QUANTITY, ()
     if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):
         return DATE, ()
+    if _SCHEDULED.match(main):
+        # "When is Theo's birthday?", "when is my next dentist appointment?": the date of
+        # a named event, which its note writes out. A note's own date (a journal's day, a
+        # chat session's) answers what happened then ("when did I ..."), not this.
+        return DATE, (UNDATED_CONTEXT,)
     if re.match(r"(?:who|whom|whose)\b", main):
         return NAME, ()
     if main.startswith("where"):
@@ -504,7 +522,7 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
             return True
-        if _DATE.search(text) or _VERSION.search(text):
+        if _DATE.search(text) or _VERSION.search(text) or _RELATIVE_DATE.search(text):
             return True
         for w in _TOKEN.findall(text):
             low = w.lower()
@@ -578,7 +596,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         context = f"{h.title}\n{' > '.join(h.heading_path)}"
         in_context = {t for t in terms if patterns[t].search(context)}
         if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
-            context_typed = holds_typed(kind, context, frozen)
+            context_typed = UNDATED_CONTEXT not in units and holds_typed(kind, context, frozen)
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
         else:

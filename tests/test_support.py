@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from pinakes.support import (
     NAME,
     PLACE,
     QUANTITY,
+    UNDATED_CONTEXT,
     WEEKDAY,
     Support,
     answer_type,
@@ -33,8 +35,9 @@ from pinakes.support import (
     holds_typed,
     known_names,
     sentences,
+    typed_gap,
 )
-from pinakes.text import name_spans, name_tokens
+from pinakes.text import name_spans, name_tokens, term_pattern
 
 COFFEE = {
     "coffee/french-press.md": """
@@ -358,6 +361,16 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("What day of the week does the club meet?", WEEKDAY),
     ("Which day did we visit the palace?", DATE),
     ("How many days did I spend in Lisbon?", QUANTITY),
+    # Contractions are read written out.
+    ("What's the name of the venue?", NAME),
+    ("What's my doctor's name?", NAME),
+    ("Who's my landlord in Portland?", NAME),
+    # "When is <someone's / my> <event>": a date; "when is" with a verb or a condition is not.
+    ("When is Theo's birthday?", DATE),
+    ("When is my next dentist appointment?", DATE),
+    ("When is my code re-embedded?", None),
+    ("When is it worth adding a reranker?", None),
+    ("When is HNSW preferred over IVF?", None),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
     assert answer_type(question)[0] == kind
@@ -388,6 +401,26 @@ def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
     assert not holds_typed(COLOUR, "The blue car is mine.", frozenset({"blue"}))  # asked already
     assert holds_typed(WEEKDAY, "The club meets on Thursdays.", none)
     assert not holds_typed(WEEKDAY, "The club met on 3 June 2024.", none)
+
+
+def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> None:
+    """"When did I ..." is answered by a chat session's or a journal day's own date; "when is
+    my sister's wedding" is not, unless the sentence counts from it ("this weekend")."""
+    done = answer_type("When did I buy the camera?")
+    planned = answer_type("When is my sister's wedding?")
+    assert done == (DATE, ())
+    assert planned[0] == DATE and UNDATED_CONTEXT in planned[1]
+    hit = SimpleNamespace(title="2024-02-02 session 04", heading_path=[], text=(
+        "My sister is getting married and I want a gift for the wedding. Any ideas?"))
+    terms = ["sister", "wedding"]
+    idf = {"sister": 2.0, "wedding": 2.0}
+    patterns = {t: term_pattern(t) for t in terms}
+    assert typed_gap("When did my sister's wedding happen?", [hit], terms, idf, patterns)[1] == 0.0
+    assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 1.0
+    hit.text = "I'm the maid of honour at my sister's wedding this weekend and I need a toast."
+    assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 0.0
+    hit.text = "My sister's wedding is on October 5 in Asheville."
+    assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 0.0
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
