@@ -95,6 +95,21 @@ def fts_phrase(text: str) -> str:
     return '"' + words.replace('"', '""') + '"'
 
 
+def crude_stem(term: str) -> str:
+    """The prefix a term's other forms share: "ranking" ~ "ranked", "paying" ~ "pay".
+
+    Up to three letters come off a word longer than four, never below four left,
+    except that "paying", "buying", "saying" keep their three-letter verb (kept to
+    four, "payi" would not find "pay"). Other short "-ing" forms keep four letters:
+    a three-letter "com" or "mak" would find far more than "come" and "make".
+    """
+    if len(term) <= 4:
+        return term
+    if len(term) == 6 and term.endswith("ying") and term[1] in "aeiou":
+        return term[:3]  # "paying", "buying", "saying": the verb is the three letters
+    return term[: max(4, len(term) - 3)]
+
+
 @functools.lru_cache(maxsize=4096)
 def term_pattern(term: str) -> re.Pattern[str]:
     """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked".
@@ -104,7 +119,7 @@ def term_pattern(term: str) -> re.Pattern[str]:
     """
     if CJK_RE.match(term):
         return re.compile(re.escape(term))
-    stem = term if len(term) <= 4 else term[: max(4, len(term) - 3)]
+    stem = crude_stem(term)
     # The stem at a word start. Written stem-first with the word-start check as a
     # lookbehind over "one word character + the stem": the same matches and spans
     # as a leading (?<![^\W_]), but the regex engine can scan for the literal

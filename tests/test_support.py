@@ -423,6 +423,20 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 0.0
 
 
+@pytest.mark.parametrize(("term", "finds", "misses"), [
+    ("paying", ["I pay $1,850 a month", "we were paying too much"], ["the papers", "the pace"]),
+    ("buying", ["I buy it weekly", "the buyer"], ["a bus"]),
+    ("ranking", ["ranked lists", "the ranker"], ["a ranch"]),
+    ("coming", ["coming home"], ["the company", "a comet"]),  # no three-letter "com"
+    ("string", ["strings"], ["a strong claim", "the street"]),
+])
+def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
+                                                       misses: list[str]) -> None:
+    pattern = term_pattern(term)
+    assert all(pattern.search(t) for t in finds)
+    assert not any(pattern.search(t) for t in misses)
+
+
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
     none: frozenset[str] = frozenset()
     # Digits inside identifiers and link targets are not quantities; a value in code is.

@@ -73,6 +73,7 @@ from pinakes.text import (
     MAX_NAME_TOKENS,
     NAME_TOKEN_RE,
     STOPWORDS,
+    crude_stem,
     name_spans,
     name_tokens,
     query_terms,
@@ -574,9 +575,7 @@ def operator_for(graph: GraphIndex, backend: str | None = None,
 def _stem(term: str) -> str:
     """A crude stem, the one ``pinakes.text.term_pattern`` uses: "ranking" ~ "ranked"."""
     term = term.removesuffix("'s")
-    if CJK_RE.match(term) or len(term) <= 4:
-        return term
-    return term[: max(4, len(term) - 3)]
+    return term if CJK_RE.match(term) else crude_stem(term)
 
 
 def label_stems(text: str) -> list[str]:
