@@ -60,10 +60,18 @@ already holds, IDF from the search's own cache):
     ramps from 0 at a gap of :data:`TYPED_GAP_FROM` (a stray word) to 1 at
     :data:`TYPED_GAP_FULL` (a main content word of the question).
 
-All three go to the calibrator (:mod:`pinakes.evaluation.calibration`), which
+``other_speaker``
+    in a conversation between named people ("**Ines:** ...", "**Tomas:** ..."),
+    whether the asked part is said of the person the question names, or only
+    by the other speaker of themselves (:func:`speaker_gap`): "What did Ines
+    realise after her charity 10K?" against Tomas's "I ran the charity 10K and
+    realised ...". Ramped like ``typed_missing``; 0 on any other KB.
+
+All four go to the calibrator (:mod:`pinakes.evaluation.calibration`), which
 decides what they are worth; :meth:`Support.reason` turns them into the
 sentence an abstaining result carries ("found 'French press', nothing on
-'invented'"; "found 'VS Code' and 'font', but no number near them").
+'invented'"; "found 'VS Code' and 'font', but no number near them"; "found
+'charity' and '10K' in what Tomas said, nothing of it about Ines").
 Measured leads that did not pay (docs/benchmarks.md): a second short
 embedding of the asked part against the hits or their sentences, the
 wh-phrase's head noun ("which *chair*") missing from the hits: the answer to
@@ -113,16 +121,26 @@ class Support:
     expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE, COLOUR, WEEKDAY)
     typed_gap: float = 0.0  # best sentence's share minus the best typed sentence's
     near: list[str] = field(default_factory=list)  # what the best sentence holds, as written
+    speaker: str | None = None  # the one speaker of a conversation the question names
+    said_by: str | None = None  # the other speaker, whose words hold the asked part
+    speaker_gap: float = 0.0  # the asked part's share in said_by's words minus in speaker's
+    said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
 
     @property
     def typed_missing(self) -> float:
         """The typed gap as a 0..1 ramp: a stray word is no gap, a main content word is."""
-        return _typed_ramp(self.typed_gap)
+        return _gap_ramp(self.typed_gap)
 
     @property
-    def features(self) -> tuple[float, float, float]:
-        """``(asked_gap, unknown_name, typed_missing)`` for the calibrator."""
-        return self.gap, 1.0 if self.unknown else 0.0, self.typed_missing
+    def features(self) -> tuple[float, float, float, float]:
+        """``(asked_gap, unknown_name, typed_missing, other_speaker)`` for the calibrator."""
+        return self.gap, 1.0 if self.unknown else 0.0, self.typed_missing, self.other_speaker
+
+    @property
+    def other_speaker(self) -> float:
+        """The speaker gap on the typed gap's ramp: one stray word said only by the other
+        speaker is no gap, a main content word of the question is."""
+        return _gap_ramp(self.speaker_gap)
 
     def reason(self) -> str:
         """Which part of the question found no support, in one line (for an abstention).
@@ -133,6 +151,9 @@ class Support:
         """
         if self.unknown:
             return f"nothing in the notes mentions {_quoted(self.unknown)}"
+        if self.speaker and self.said_by and self.other_speaker >= 0.5:
+            return (f"found {_quoted(self.said or self.asked, 'and')} in what {self.said_by} said,"
+                    f" nothing of it about {self.speaker}")
         if self.unsupported:
             subject = self.about or self.found
             head = f"found {_quoted(subject, 'and')}, " if subject else ""
@@ -149,12 +170,13 @@ class Support:
         return {"about": list(self.about), "asked": list(self.asked),
                 "unsupported": list(self.unsupported), "unknown": list(self.unknown),
                 "asked_gap": round(self.gap, 4), "expects": self.expects,
-                "typed_gap": round(self.typed_gap, 4)}
+                "typed_gap": round(self.typed_gap, 4), "speaker": self.speaker,
+                "said_by": self.said_by, "speaker_gap": round(self.speaker_gap, 4)}
 
 
-def _typed_ramp(typed_gap: float) -> float:
+def _gap_ramp(gap: float) -> float:
     """0 up to :data:`TYPED_GAP_FROM` (a stray word), 1 from :data:`TYPED_GAP_FULL`."""
-    return min(1.0, max(0.0, (typed_gap - TYPED_GAP_FROM) / (TYPED_GAP_FULL - TYPED_GAP_FROM)))
+    return min(1.0, max(0.0, (gap - TYPED_GAP_FROM) / (TYPED_GAP_FULL - TYPED_GAP_FROM)))
 
 
 def _quoted(words: Sequence[str], joiner: str = "or", most: int = 3) -> str:
@@ -640,6 +662,95 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     return kind, max(0.0, best_all - best_typed), best_terms
 
 
+# --- who said it: a conversation between named people ------------------------------------
+
+#: A turn at a line's start: "**Ines:** ...", "**Ines**: ...", "Ines: ...", "- Ines: ...":
+#: one to three capitalised words, then a colon.
+_TURN = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})"
+                   r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+", re.MULTILINE)
+#: The person spoken to.
+_YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+#: A speaker label must open this many turns among the hits read (one "Note:" is no speaker).
+MIN_TURNS = 2
+
+
+def turns(text: str) -> list[tuple[str | None, str]]:
+    """``text`` as ``(speaker, words)`` turns; words before the first turn have no speaker."""
+    found = list(_TURN.finditer(text))
+    if not found:
+        return [(None, text)]
+    out: list[tuple[str | None, str]] = [(None, text[:found[0].start()])] if found[0].start() else []
+    for m, nxt in zip(found, [*found[1:], None], strict=True):
+        out.append((m.group(1), text[m.end():nxt.start() if nxt else len(text)]))
+    return out
+
+
+def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
+                patterns: dict[str, re.Pattern[str]]) -> tuple[float, str | None, str | None, set[str]]:
+    """Do the hits hold the asked part for the person asked about, or only for the other one?
+
+    A chat between named people ("**Ines:** ...", "**Tomas:** ...") tells the
+    same kind of thing of each: both ran, both got a pet. "What did Ines
+    realise after her charity 10K?" finds every asked word in Tomas's "I ran
+    the charity 10K ... and realised ..."; it is about Ines only if Ines said
+    it of herself, someone said it to her ("how was your 10K?") or named her.
+    So each sentence of the top hits is given to whom it is about: a speaker's
+    first-person words (and plain statements) to the speaker, words to "you"
+    (and none of "I") to the one spoken to, a sentence naming the person to
+    that person; what the person asked about asks ("how's the kitten?") states
+    nothing of theirs. The gap is the asked part's best share (of its IDF mass) in
+    the other speakers' words about themselves minus its best share in words
+    about the person asked about. 0 when the question names no speaker, or
+    two (one of them is then the subject, the other the object), or is about
+    the asker ("my", "I": a user's own log).
+    Returns ``(gap, speaker, said_by, the asked terms said_by's sentence holds)``.
+    """
+    none: tuple[float, str | None, str | None, set[str]] = (0.0, None, None, set())
+    if _ASKER.search(query):
+        return none
+    per_hit = [turns(h.text) for h in hits]
+    counts: dict[str, int] = {}
+    for hit_turns in per_hit:
+        for who, _ in hit_turns:
+            if who:
+                counts[who] = counts.get(who, 0) + 1
+    speakers = {w for w, n in counts.items() if n >= MIN_TURNS and len(w) > 1}
+    if len(speakers) < 2:
+        return none
+    words = [m.group(0).replace("’", "'") for m in _WORD.finditer(query)]
+    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words[1:] if w[:1].isupper()}
+    named = [w for w in speakers if w.split()[0] in written]
+    if len(named) != 1:
+        return none
+    person = named[0]
+    own = {t.lower() for t in person.split()}
+    asked = [t for t in terms if t not in own]
+    mass = sum(idf.get(t, 0.0) for t in asked)
+    if not asked or mass <= 0:
+        return none
+    mention = re.compile(r"\b" + re.escape(person.split()[0]) + r"\b")
+    best_x, best_other, other, said = 0.0, 0.0, None, set()
+    for hit_turns in per_hit:
+        for who, words_said in hit_turns:
+            if who is None:
+                continue
+            for sent in sentences(words_said):
+                got = {t for t in asked if patterns[t].search(sent)}
+                if not got:
+                    continue
+                share = sum(idf.get(t, 0.0) for t in got) / mass
+                first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
+                if who == person and sent.rstrip(" *_\"')]").endswith("?") and not mention.search(sent):
+                    continue  # the person asking ("how's the kitten?") states nothing of their own
+                if mention.search(sent) or (who != person and second and not first) or (
+                        who == person and (first or not second)):
+                    best_x = max(best_x, share)
+                elif who != person and who in speakers and share > best_other:
+                    best_other, other, said = share, who, got
+    gap = max(0.0, best_other - best_x)
+    return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())
+
+
 # --- the measurement ---------------------------------------------------------------------
 
 
@@ -696,18 +807,21 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         if name_like and df_of(low) == 0:
             unknown.append(word)
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)
+    talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
         # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the
         # fact. A missing asked word counts only as far as the reader finds no such token.
-        gap *= _typed_ramp(typed)
+        gap *= _gap_ramp(typed)
     near = list(about) + [written.get(t, t) for t in sorted(
-        (t for t in near_terms if t not in about_toks), key=lambda t: -idf[t])][:max(0, 3 - len(about))]
+        (t for t in near_terms if t not in about_toks), key=lambda t: (-idf[t], t))][:max(0, 3 - len(about))]
     return Support(about=about, asked=asked,
                    unsupported=[written.get(t, t) for t in unsupported],
                    unknown=list(dict.fromkeys(unknown)),
                    found=[written.get(t, t) for t in found[:3]], gap=gap,
-                   expects=kind, typed_gap=typed, near=near)
+                   expects=kind, typed_gap=typed, near=near, speaker=speaker, said_by=said_by,
+                   speaker_gap=talk_gap,
+                   said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))])
 
 
 def assess_search(kb: KB, hits: Sequence[Any], lists: Any) -> Support | None:

@@ -6,7 +6,8 @@ the calibration maps *those* rankings' evidence to a probability:
 
     .venv/bin/python scripts/fit_default_calibration.py --bench PATH/TO/2wiki \\
         --golden-kb PATH/TO/DOCS-KB PATH/TO/docs-golden.yaml \\
-        --golden-kb PATH/TO/NOTES-VAULT PATH/TO/vault-golden.yaml
+        --golden-kb PATH/TO/NOTES-VAULT PATH/TO/vault-golden.yaml \\
+        --conversation-kb benchmarks/two-friends/kb benchmarks/two-friends/golden.yaml
 
 It fits with the KB defaults (``graph_channel = "auto"``: ``ppr`` when the
 graph plugins are installed), so the default search reports a calibrated
@@ -23,6 +24,11 @@ confidence and abstains. Sources, each counting equally whatever its size:
   the example KB's questions asked of 2Wiki. Neither corpus can answer the
   other's questions, so these teach the calibration what "nothing here"
   looks like, which golden sets of in-domain questions never show it.
+
+* ``--conversation-kb FOLDER GOLDEN``: a conversation between named people
+  (``benchmarks/two-friends``), the one source of ``other_speaker``'s slope.
+  That feature is 0 on every source above, so it is fitted alone, on top of
+  the pooled model, which it leaves as it is.
 
 Then it reports, per golden set: near-miss abstention (unanswerable questions
 under ``abstain_below``), the false-abstain rate (answerable questions whose
@@ -56,6 +62,7 @@ from pinakes.evaluation.calibration import (
     expected_calibration_error,
     fit_calibration,
     fit_logistic,
+    fit_offset_slope,
 )
 from pinakes.evaluation.dataset import (
     dataset_relevant,
@@ -140,11 +147,52 @@ def ece_floor(p: np.ndarray, draws: int = 1000, seed: int = 0) -> tuple[float, f
 SWEEP = (0.2, 0.25, 0.3, 0.35)
 
 
+def _conversation_slope(cal, folder: Path, golden: Path, work: Path, kb: KB, setting, x: np.ndarray,  # type: ignore[no-untyped-def]
+                        below: float) -> str:
+    """Fit ``other_speaker``'s slope on a conversation KB, every other slope held; a report.
+
+    The feature is 0 on every other source (none is a conversation between
+    named people), so the pooled fit leaves its slope at 0; here it is fitted
+    alone on top of the pooled model's logits (:func:`fit_offset_slope`).
+    Reported: the conversation set's near-miss abstention / false-abstain /
+    ECE without and with the slope, in sample and 5-fold (the slope refitted
+    without each fold).
+    """
+    j = FEATURES.index("other_speaker")
+    if np.any(x[:, j] != 0):
+        raise SystemExit("other_speaker is not 0 on the pooled sources: fit it with them instead")
+    talk = synced_copy(folder, work)
+    talk._embedder = kb.embedder
+    g = load_golden(golden)
+    s = _source(golden.resolve().parent.name,
+                run_eval(talk, g.questions, resolve_documents(talk, g.questions), setting), True)
+    offset = np.log(np.clip(cal.predict(s.x), 1e-12, 1.0)) - np.log(np.clip(1 - cal.predict(s.x), 1e-12, 1.0))
+    raw = s.x[:, j]
+    slope = fit_offset_slope(offset, raw, s.y)
+    fold = np.random.default_rng(0).integers(0, 5, len(s.y))
+    held = np.zeros(len(s.y))
+    for f in range(5):
+        tr = fold != f
+        held[~tr] = _sigmoid(offset[~tr] + fit_offset_slope(offset[tr], raw[tr], s.y[tr]) * raw[~tr])
+    cal.coef[j] = slope * cal.scale[j]
+    cells = []
+    for p in (_sigmoid(offset), _sigmoid(offset + slope * raw), held):
+        near, false, ece = rates(np.asarray(p), s, below)
+        cells.append(f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}")
+    return (f"\nother_speaker on {s.name} ({len(s.y)} questions, {int((raw > 0).sum())} with a gap): "
+            f"slope {slope:+.2f} per unit of gap\n  near-miss / false-abstain / ECE: without it "
+            f"{cells[0]}; with it {cells[1]} (in sample), {cells[2]} (5-fold)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="a 2Wiki dataset folder (corpus.jsonl, queries.jsonl)")
     ap.add_argument("--golden-kb", nargs=2, action="append", default=[], metavar=("FOLDER", "GOLDEN"),
                     help="a KB folder (copied, never written to) and its golden set; repeatable")
+    ap.add_argument("--conversation-kb", nargs=2, default=None, metavar=("FOLDER", "GOLDEN"),
+                    help="a KB of conversations between named people and its golden set: the one "
+                         "source of the other_speaker slope (0 on every other source), fitted "
+                         "with every other slope held")
     ap.add_argument("--work", type=Path, default=None,
                     help="where the copies and the 2Wiki KB live (default: the dataset cache)")
     ap.add_argument("--out", default=None, help="write here instead of pinakes/data/")
@@ -195,6 +243,10 @@ def main() -> None:
         source=f"{sizes}; each source an equal share; graph channel {channel}")
     below = float(DEFAULTS["retrieval"]["abstain_below"])
     cal = fit.calibration
+    talk = None
+    if args.conversation_kb:
+        talk = _conversation_slope(cal, Path(args.conversation_kb[0]), Path(args.conversation_kb[1]),
+                                   work, kb, setting, x, below)
     print(f"features: {', '.join(FEATURES)}")
     print("coefficients (standardised): " + ", ".join(
         f"{f} {c:+.2f}" for f, c in zip(FEATURES, cal.coef, strict=True)))
@@ -235,6 +287,8 @@ def main() -> None:
         print(f"{name:14} " + " ".join(f"{c:>27}" for c in cells))
     print(f"\npooled: ECE {fit.ece_before:.3f} (raw cosine) -> {fit.ece_after:.3f} held out, "
           f"Brier {fit.brier_after:.3f}")
+    if talk:
+        print(talk)
     if args.dry_run:
         return
     out = Path(args.out) if args.out else ROOT / "pinakes" / "data" / f"calibration-{kb.config.embedder_id}.json"

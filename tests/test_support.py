@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,9 +36,11 @@ from pinakes.support import (
     holds_typed,
     known_names,
     sentences,
+    speaker_gap,
+    turns,
     typed_gap,
 )
-from pinakes.text import name_spans, name_tokens, term_pattern
+from pinakes.text import name_spans, name_tokens, query_terms, term_pattern
 
 COFFEE = {
     "coffee/french-press.md": """
@@ -525,3 +528,88 @@ def test_in_a_chat_log_the_askers_own_turn_holds_the_fact(make_kb: Any) -> None:
     near, x_near = support_of(kb2, question)
     assert x_near[FEATURES.index("typed_missing")] == 1.0
     assert near.reason() == "found 'vitamin', but no number near it"
+
+
+# --- who said it: a conversation between named people ------------------------------------
+
+FRIENDS = {
+    "talk/2023-05-08.md": """
+        ---
+        title: "Conversation 2023-05-08"
+        ---
+
+        **Ines:** How was your weekend? Did you finally run the charity 10K?
+
+        **Tomas:** I did! I ran the charity 10K on Saturday for the children's hospital, and
+        I realised that I love running in a crowd far more than training alone.
+
+        **Ines:** That's wonderful. I spent Saturday at the pottery studio glazing bowls.
+
+        **Tomas:** How is the kitten settling in?
+
+        **Ines:** Miso is a menace. My kitten knocked a glazed bowl off the shelf on Sunday.
+        """,
+    "talk/2023-06-02.md": """
+        ---
+        title: "Conversation 2023-06-02"
+        ---
+
+        **Tomas:** My brother Rui is getting married in Porto in September.
+
+        **Ines:** Congratulations to him! I'm off to Lisbon in July for a pottery course.
+
+        **Tomas:** Are you taking the train? I always take the night bus.
+
+        **Ines:** The train, it's only three hours from Madrid.
+        """,
+}
+
+
+def speaker_gap_of(question: str, text: str) -> tuple[float, str | None, str | None, set[str]]:
+    hit = SimpleNamespace(title="Conversation", heading_path=[], text=text)
+    terms = query_terms(question)
+    return speaker_gap(question, [hit], terms, {t: 1.0 for t in terms},
+                       {t: term_pattern(t) for t in terms})
+
+
+def test_a_turn_is_read_in_every_common_form() -> None:
+    text = "**Ines:** one.\n\n**Tomas**: two.\n\nInes: three.\n- Tomas: four.\n"
+    assert [who for who, _ in turns(text)] == ["Ines", "Tomas", "Ines", "Tomas"]
+    assert [said.strip() for _, said in turns(text)] == ["one.", "two.", "three.", "four."]
+    assert turns("No speakers here: just a colon.") == [(None, "No speakers here: just a colon.")]
+
+
+def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
+    """The same words said by Tomas of Tomas do not answer a question about Ines."""
+    text = "\n\n".join(textwrap.dedent(FRIENDS["talk/2023-05-08.md"]).split("\n\n")[1:])
+    gap, person, said_by, said = speaker_gap_of("What did Ines realise after her charity 10K?", text)
+    assert (person, said_by) == ("Ines", "Tomas") and gap == 1.0
+    assert said == {"realise", "charity", "10k"}
+    # Said by Tomas of himself, asked of Tomas: an answer.
+    assert speaker_gap_of("What did Tomas realise after his charity 10K?", text)[0] == 0.0
+    # Said *to* Ines ("how was your ..."), or naming her, counts for Ines.
+    told = text + "\n\n**Tomas:** Your pottery bowls from Saturday looked great, by the way."
+    assert speaker_gap_of("What did Ines make at the pottery studio?", told)[0] == 0.0
+    # Nobody named, both named, or the asker's own log: nothing to tell apart.
+    assert speaker_gap_of("Who ran the charity 10K?", text)[0] == 0.0
+    assert speaker_gap_of("What did Ines and Tomas do on Saturday?", text)[0] == 0.0
+    assert speaker_gap_of("What did I realise after the charity 10K?", text)[0] == 0.0
+    # A single "Note:" line in a document is not a conversation.
+    assert speaker_gap_of("What did Ines realise after her 10K?",
+                          "Note: Tomas ran a 10K and realised he loves crowds.")[0] == 0.0
+
+
+def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any) -> None:
+    kb = make_kb({**COFFEE, **FRIENDS}, name="friends")
+    kb.sync()
+    swapped = kb.search("What did Ines realise after her charity 10K?")
+    own = kb.search("What did Tomas realise after his charity 10K?")
+    assert swapped.hits[0].path == own.hits[0].path == "talk/2023-05-08.md"
+    assert swapped.confidence is not None and own.confidence is not None
+    assert swapped.abstained and not own.abstained
+    assert swapped.reason == ("found '10K', 'charity' and 'realise' in what Tomas said, "
+                              "nothing of it about Ines")
+    support, x = support_of(kb, "What did Ines realise after her charity 10K?")
+    assert x[FEATURES.index("other_speaker")] == 1.0 and support.said_by == "Tomas"
+    assert support_of(kb, "What did Tomas realise after his charity 10K?")[1][
+        FEATURES.index("other_speaker")] == 0.0

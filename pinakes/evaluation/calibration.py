@@ -68,9 +68,9 @@ if TYPE_CHECKING:
     from ..kb import KB
 
 FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
-            "graph_used", "asked_gap", "unknown_name", "typed_missing")
+            "graph_used", "asked_gap", "unknown_name", "typed_missing", "other_speaker")
 #: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
-FEATURE_SET = "v5:" + ",".join(FEATURES)
+FEATURE_SET = "v6:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -137,10 +137,10 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
     graph_used = 1.0 if ranked.get("graph") else 0.0
     support = assess_search(kb, hits, lists)
-    gap, unknown, typed = support.features if support is not None else (0.0, 0.0, 0.0)
+    gap, unknown, typed, other = support.features if support is not None else (0.0, 0.0, 0.0, 0.0)
     return np.array(
         [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used,
-         gap, unknown, typed],
+         gap, unknown, typed, other],
         dtype=np.float64,
     )
 
@@ -299,6 +299,30 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 100
         if float(np.max(np.abs(step))) < 1e-8:
             break
     return mean, scale, w[:-1], float(w[-1])
+
+
+def fit_offset_slope(offset: np.ndarray, x: np.ndarray, y: np.ndarray, l2: float = 1.0,
+                     iters: int = 50) -> float:
+    """The slope of one raw feature ``x`` on top of a fitted model's logits ``offset``.
+
+    For a feature that is 0 on every source of the main fit (``other_speaker``:
+    only a conversation between named people makes it non-zero), the main fit
+    cannot say what it is worth, and pooling a conversation KB into it would
+    move every other slope too. So the other slopes stay as fitted and this one
+    is fitted alone, on a source where the feature varies, by Newton's method
+    with an L2 penalty.
+    """
+    off = np.asarray(offset, dtype=np.float64)
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    b = 0.0
+    for _ in range(iters):
+        p = _sigmoid(off + b * xa)
+        step = (float(((p - ya) * xa).sum()) + l2 * b) / (float((p * (1 - p) * xa * xa).sum()) + l2)
+        b -= step
+        if abs(step) < 1e-10:
+            break
+    return b
 
 
 def expected_calibration_error(p: Sequence[float], y: Sequence[float], bins: int = 10) -> float:
