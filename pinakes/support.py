@@ -494,6 +494,11 @@ def sentences(text: str) -> list[str]:
 
     Hard-wrapped lines join their paragraph; a blockquote's markers go.
     """
+    return [sent for _, sent in numbered_sentences(text)]
+
+
+def numbered_sentences(text: str) -> list[tuple[int, str]]:
+    """:func:`sentences`, each with the number of its paragraph (or list item, or row)."""
     units: list[str] = []
     for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
         current: list[str] = []
@@ -505,7 +510,7 @@ def sentences(text: str) -> list[str]:
             current.append(line.strip())
         if current:
             units.append(" ".join(current))
-    return [s for u in units if u.strip()
+    return [(n, s) for n, u in enumerate(u for u in units if u.strip())
             for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()]
 
 
@@ -611,6 +616,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     about_asker = bool(_ASKER.search(query))
     mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
+    matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
+    paragraph: list[list[int]] = []  # per hit, each sentence's paragraph
     per_hit: list[tuple[list[str], bool]] = []
     best_all, best_terms = 0.0, set()
     best_own, own_terms = 0.0, set()
@@ -623,12 +630,15 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
         else:
             context_typed = False
-        sents = sentences(h.text)
+        numbered = numbered_sentences(h.text)
+        sents = [sent for _, sent in numbered]
+        paragraph.append([n for n, _ in numbered])
         per_hit.append((sents, context_typed))
         for i, sent in enumerate(sents):
             got = {t for t in terms if patterns[t].search(sent)} | in_context
             share = sum(idf.get(t, 0.0) for t in got) / mass
             scored.append((share, len(per_hit) - 1, i))
+            matched[len(per_hit) - 1, i] = got
             if share > best_all:
                 best_all, best_terms = share, got
             if about_asker and share > best_own and _own_statement(sent):
@@ -657,8 +667,14 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             best_typed = share
             break
         n = len(per_hit[hi][0])
-        if any(holds(hi, k) for k in (si - 1, si + 1) if 0 <= k < n):
-            best_typed = max(best_typed, NEIGHBOUR_CREDIT * share)
+        for k in (si - 1, si + 1):
+            if 0 <= k < n and holds(hi, k):
+                # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in
+                # the same paragraph holds asked words of its own, the two answer together.
+                both = matched[hi, si] | matched[hi, k]
+                own = (both != matched[hi, si] and paragraph[hi][k] == paragraph[hi][si]
+                       and sum(idf.get(t, 0.0) for t in both) / mass)
+                best_typed = max(best_typed, own or NEIGHBOUR_CREDIT * share)
     return kind, max(0.0, best_all - best_typed), best_terms
 
 

@@ -110,9 +110,43 @@ def crude_stem(term: str) -> str:
     return term[: max(4, len(term) - 3)]
 
 
+#: Common verbs whose past forms share no prefix with the verb: a question asks "how much
+#: did I pay", a note says "I paid". Each line: the verb, then its past forms.
+_IRREGULAR = """pay paid|buy bought|say said|sell sold|tell told|teach taught|think thought
+bring brought|catch caught|fight fought|seek sought|make made|take took taken|go went gone
+see saw seen|meet met|give gave given|win won|find found|leave left|get got gotten
+begin began begun|write wrote written|run ran|eat ate eaten|drive drove driven|fly flew flown
+ride rode ridden|lose lost|spend spent|send sent|lend lent|build built|keep kept|feel felt
+sleep slept|hold held|choose chose chosen|break broke broken|speak spoke spoken|wear wore worn
+forget forgot forgotten|grow grew grown|know knew known|throw threw thrown|swim swam swum
+sing sang sung|drink drank drunk|hear heard|stand stood|understand understood|sit sat
+draw drew drawn|come came|become became|fall fell fallen|hide hid hidden|steal stole stolen
+wake woke woken|feed fed|lead led|shoot shot|bite bit bitten|hang hung|dig dug
+freeze froze frozen|mean meant|deal dealt|light lit|ring rang rung|rise rose risen|shake shook shaken
+strike struck|tear tore torn|weave wove woven"""
+_FORMS: dict[str, tuple[str, ...]] = {}
+for _line in re.split(r"[|\n]", _IRREGULAR):
+    _group = tuple(_line.split())
+    for _form in _group:
+        _FORMS.setdefault(_form, _group)
+
+
+def verb_forms(term: str) -> tuple[str, ...]:
+    """The irregular verb forms of ``term`` ("pay", "pays", "paying", "paid"), or ``()``."""
+    for base in (term, term[:-1] if term.endswith("s") else "",
+                 term[:-2] if term.endswith("es") else "",
+                 term[:-3] if term.endswith("ing") else "",
+                 term[:-3] + "e" if term.endswith("ing") else "",
+                 term[:-4] if term.endswith("ing") and term[-4:-3] == term[-5:-4] else ""):
+        if base in _FORMS:
+            return _FORMS[base]
+    return ()
+
+
 @functools.lru_cache(maxsize=4096)
 def term_pattern(term: str) -> re.Pattern[str]:
-    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked".
+    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked",
+    and an irregular verb's other forms, so "pay" finds "paid".
 
     Cached: the search's coverage weights and the confidence's support check
     (pinakes.support) match the same query terms in the same search.
@@ -125,7 +159,12 @@ def term_pattern(term: str) -> re.Pattern[str]:
     # as a leading (?<![^\W_]), but the regex engine can scan for the literal
     # first, which is ~3x faster (search runs this on every lexical candidate).
     lit = re.escape(stem)
-    return re.compile(lit + r"(?<![^\W_]" + lit + ")", re.IGNORECASE)
+    pattern = lit + r"(?<![^\W_]" + lit + ")"
+    # "pay" finds "paid", "bought" finds "buying": an irregular verb's other forms, whole.
+    others = [f for f in verb_forms(term) if not f.startswith(stem)]
+    if others:
+        pattern = f"(?:{pattern}|\\b(?:{'|'.join(map(re.escape, others))})\\b)"
+    return re.compile(pattern, re.IGNORECASE)
 
 
 def embed_text(title: str, heading_path: tuple[str, ...] | list[str], text: str) -> str:

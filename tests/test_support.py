@@ -432,12 +432,30 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     ("ranking", ["ranked lists", "the ranker"], ["a ranch"]),
     ("coming", ["coming home"], ["the company", "a comet"]),  # no three-letter "com"
     ("string", ["strings"], ["a strong claim", "the street"]),
+    # An irregular verb's other forms, as whole words.
+    ("pay", ["I paid $180 for it", "paying rent"], ["a paidless", "the papers"]),
+    ("bought", ["we buy bread", "I bought it"], ["a boundary"]),
+    ("went", ["I go there", "we went to Lisbon", "it's gone"], ["a goal"]),
 ])
 def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
                                                        misses: list[str]) -> None:
     pattern = term_pattern(term)
     assert all(pattern.search(t) for t in finds)
     assert not any(pattern.search(t) for t in misses)
+
+
+def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
+    """"I bought a wheel. I paid $260 for it.": the number's sentence holds an asked word of
+    its own, so the two sentences answer together; a number in another paragraph does not."""
+    question = "How much did Ines pay for her secondhand pottery wheel?"
+    terms = ["ines", "pay", "secondhand", "pottery", "wheel"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    hit = SimpleNamespace(title="Conversation", heading_path=[], text=(
+        "Ines bought a secondhand pottery wheel from a retired teacher. I paid $260 for it."))
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    hit.text = "Ines bought a secondhand pottery wheel from a retired teacher.\n\nI paid $260 for it."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.4)
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
