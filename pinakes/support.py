@@ -328,6 +328,9 @@ _TIME_UNITS = r"(?:days|weeks|months|years|hours|minutes|nights)"
 _INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?" + _TIME_UNITS + r"\b(?:\s+\w+){0,8}?"
                        r"|long)\s+(?:after|before|between|since|until|apart|passed|elapsed|earlier|"
                        r"later)\b")
+#: "where did X place / finish / rank": a rank in a race or a contest, not a place.
+_RANKED = re.compile(r"where\s+(?:did|do|does|will|would)\s+(?:[\w'’\-]+\s+){1,3}?"
+                     r"(?:place|finish|rank|end\s+up)\s+(?:in|at|on|among)\b")
 #: "how long ago", "how many weeks ago": the span from a dated event to today.
 _AGO = re.compile(r"how\s+(?:long|many\s+" + _TIME_UNITS + r")\s+ago\b")
 #: "how many miles ... between A and B", "how much ... since": a difference of two readings.
@@ -427,6 +430,10 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
 def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
     """The answer type asked by one wh-clause ``main`` (the rest of the question from its
     wh-word) of the lower-cased question ``low``."""
+    if _RANKED.match(main):
+        # "Where did Tomas place / finish in the race?": a rank ("seventh out of forty"),
+        # not a place; ranks are not checked.
+        return None, ()
     if _INTERVAL.match(main) or _DIFFERENCE.match(main) or _AGO.match(main):
         # "How many days after my birthday is the race?", "how long between the move and
         # the new job?", "how many miles did I drive between the two services?": worked
@@ -680,9 +687,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
 # --- who said it: a conversation between named people ------------------------------------
 
-#: A turn at a line's start: "**Ines:** ...", "**Ines**: ...", "Ines: ...", "- Ines: ...":
-#: one to three capitalised words, then a colon.
-_TURN = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})"
+#: A turn at a line's start: "**Ines:** ...", "**Ines**: ...", "Ines: ...", "- Ines: ...",
+#: "> Ines: ...", "[10:32] Ines: ...", "10:32 Ines: ...": one to three capitalised words,
+#: then a colon.
+_TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}:\d\d(?::\d\d)?"
+                   r"(?:[ \t]*[AaPp][Mm])?[ \t]+(?:[-–][ \t]+)?)?(?:\*\*|__)?"
+                   r"([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})"
                    r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+", re.MULTILINE)
 #: The person spoken to.
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)

@@ -374,6 +374,9 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("When is my code re-embedded?", None),
     ("When is it worth adding a reranker?", None),
     ("When is HNSW preferred over IVF?", None),
+    # "Where did X place / finish": a rank, not a place.
+    ("Where did Tomas place in his first bouldering competition?", None),
+    ("Where did I place my keys?", PLACE),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
     assert answer_type(question)[0] == kind
@@ -591,9 +594,12 @@ def speaker_gap_of(question: str, text: str) -> tuple[float, str | None, str | N
 
 
 def test_a_turn_is_read_in_every_common_form() -> None:
-    text = "**Ines:** one.\n\n**Tomas**: two.\n\nInes: three.\n- Tomas: four.\n"
-    assert [who for who, _ in turns(text)] == ["Ines", "Tomas", "Ines", "Tomas"]
-    assert [said.strip() for _, said in turns(text)] == ["one.", "two.", "three.", "four."]
+    text = ("**Ines:** one.\n\n**Tomas**: two.\n\nInes: three.\n- Tomas: four.\n"
+            "[2023-05-08 10:32] Ines: five.\n10:33 PM - Tomas: six.\n> **Ines:** seven.\n")
+    assert [who for who, _ in turns(text)] == ["Ines", "Tomas", "Ines", "Tomas", "Ines", "Tomas",
+                                               "Ines"]
+    assert [said.strip() for _, said in turns(text)] == ["one.", "two.", "three.", "four.",
+                                                         "five.", "six.", "seven."]
     assert turns("No speakers here: just a colon.") == [(None, "No speakers here: just a colon.")]
 
 
