@@ -721,10 +721,11 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     the charity 10K ... and realised ..."; it is about Ines only if Ines said
     it of herself, someone said it to her ("how was your 10K?") or named her.
     So each sentence of the top hits is given to whom it is about: a speaker's
-    first-person words (and plain statements) to the speaker, words to "you"
-    (and none of "I") to the one spoken to, a sentence naming the person to
-    that person; what the person asked about asks ("how's the kitten?") states
-    nothing of theirs. The gap is the asked part's best share (of its IDF mass) in
+    first-person words to the speaker, words to "you" (and none of "I") to the
+    one spoken to, a sentence naming the person to that person. A plain
+    statement is nobody's: the listener echoes the teller ("that charity 10K
+    sounds brutal"), and what the person asked about asks ("how's the
+    kitten?") states nothing of theirs either. The gap is the asked part's best share (of its IDF mass) in
     the other speakers' words about themselves minus its best share in words
     about the person asked about. 0 when the question names no speaker, or
     two (one of them is then the subject, the other the object), or is about
@@ -769,9 +770,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 if who == person and sent.rstrip(" *_\"')]").endswith("?") and not mention.search(sent):
                     continue  # the person asking ("how's the kitten?") states nothing of their own
                 if mention.search(sent) or (who != person and second and not first) or (
-                        who == person and (first or not second)):
+                        who == person and first):
                     best_x = max(best_x, share)
-                elif who != person and who in speakers and share > best_other:
+                elif who != person and who in speakers and first and share > best_other:
                     best_other, other, said = share, who, got
     gap = max(0.0, best_other - best_x)
     return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())
