@@ -733,7 +733,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     Returns ``(gap, speaker, said_by, the asked terms said_by's sentence holds)``.
     """
     none: tuple[float, str | None, str | None, set[str]] = (0.0, None, None, set())
-    if _ASKER.search(query):
+    words = [m.group(0).replace("’", "'") for m in _WORD.finditer(query)]
+    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words[1:] if w[:1].isupper()}
+    if _ASKER.search(query) or not written:
         return none
     per_hit = [turns(h.text) for h in hits]
     counts: dict[str, int] = {}
@@ -744,8 +746,6 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     speakers = {w for w, n in counts.items() if n >= MIN_TURNS and len(w) > 1}
     if len(speakers) < 2:
         return none
-    words = [m.group(0).replace("’", "'") for m in _WORD.finditer(query)]
-    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words[1:] if w[:1].isupper()}
     named = [w for w in speakers if w.split()[0] in written]
     if len(named) != 1:
         return none
@@ -759,10 +759,11 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     best_x, best_other, other, said = 0.0, 0.0, None, set()
     for hit_turns in per_hit:
         for who, words_said in hit_turns:
-            if who is None:
-                continue
+            in_turn = [t for t in asked if patterns[t].search(words_said)] if who else []
+            if not in_turn:
+                continue  # no speaker, or no asked word anywhere in the turn
             for sent in sentences(words_said):
-                got = {t for t in asked if patterns[t].search(sent)}
+                got = {t for t in in_turn if patterns[t].search(sent)}
                 if not got:
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
