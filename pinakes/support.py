@@ -758,6 +758,8 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     mention = re.compile(r"\b" + re.escape(person.split()[0]) + r"\b")
     best_x, best_other, other, said = 0.0, 0.0, None, set()
     for hit_turns in per_hit:
+        # "You" is the one spoken to only between two people; in a group it may be anyone.
+        pair = len({who for who, _ in hit_turns if who}) <= 2
         for who, words_said in hit_turns:
             in_turn = [t for t in asked if patterns[t].search(words_said)] if who else []
             if not in_turn:
@@ -770,7 +772,7 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
                 if who == person and sent.rstrip(" *_\"')]").endswith("?") and not mention.search(sent):
                     continue  # the person asking ("how's the kitten?") states nothing of their own
-                if mention.search(sent) or (who != person and second and not first) or (
+                if mention.search(sent) or (who != person and pair and second and not first) or (
                         who == person and first):
                     best_x = max(best_x, share)
                 elif who != person and who in speakers and first and share > best_other:

@@ -614,6 +614,14 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
     # Said *to* Ines ("how was your ..."), or naming her, counts for Ines.
     told = text + "\n\n**Tomas:** Your pottery bowls from Saturday looked great, by the way."
     assert speaker_gap_of("What did Ines make at the pottery studio?", told)[0] == 0.0
+    # In a group, "you" may be anyone: Ana's words to "you" are nobody's.
+    group = ("**Ines:** I want to try pottery.\n\n**Tomas:** I ran the charity 10K and realised"
+             " I love crowds.\n\n**Ana:** Did you realise that after the charity 10K, Ines?\n\n"
+             "**Ines:** Not me.\n\n**Tomas:** Ha.\n\n"
+             "**Ana:** You should run the charity 10K next year.\n")
+    assert speaker_gap_of("What did Ines realise after the charity 10K?", group)[0] == 0.0
+    assert speaker_gap_of("What did Ines realise after the charity 10K?",
+                          group.replace(", Ines?", "?"))[0] > 0.0
     # Nobody named, both named, or the asker's own log: nothing to tell apart.
     assert speaker_gap_of("Who ran the charity 10K?", text)[0] == 0.0
     assert speaker_gap_of("What did Ines and Tomas do on Saturday?", text)[0] == 0.0
