@@ -595,11 +595,12 @@ def speaker_gap_of(question: str, text: str) -> tuple[float, str | None, str | N
 
 def test_a_turn_is_read_in_every_common_form() -> None:
     text = ("**Ines:** one.\n\n**Tomas**: two.\n\nInes: three.\n- Tomas: four.\n"
-            "[2023-05-08 10:32] Ines: five.\n10:33 PM - Tomas: six.\n> **Ines:** seven.\n")
+            "[2023-05-08 10:32] Ines: five.\n10:33 PM - Tomas: six.\n> **Ines:** seven.\n"
+            "**Tomas** (8 May 2023, 10:35): eight.\n")
     assert [who for who, _ in turns(text)] == ["Ines", "Tomas", "Ines", "Tomas", "Ines", "Tomas",
-                                               "Ines"]
+                                               "Ines", "Tomas"]
     assert [said.strip() for _, said in turns(text)] == ["one.", "two.", "three.", "four.",
-                                                         "five.", "six.", "seven."]
+                                                         "five.", "six.", "seven.", "eight."]
     assert turns("No speakers here: just a colon.") == [(None, "No speakers here: just a colon.")]
 
 
