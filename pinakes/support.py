@@ -735,7 +735,8 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     """
     none: tuple[float, str | None, str | None, set[str]] = (0.0, None, None, set())
     words = [m.group(0).replace("’", "'") for m in _WORD.finditer(query)]
-    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words[1:] if w[:1].isupper()}
+    # Every capitalised word, the first too ("Ines's 10K was when?"): only a speaker's label counts.
+    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words if w[:1].isupper()}
     if _ASKER.search(query) or not written:
         return none
     per_hit = [turns(h.text) for h in hits]

@@ -610,6 +610,7 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
     gap, person, said_by, said = speaker_gap_of("What did Ines realise after her charity 10K?", text)
     assert (person, said_by) == ("Ines", "Tomas") and gap == 1.0
     assert said == {"realise", "charity", "10k"}
+    assert speaker_gap_of("Ines's charity 10K: what did she realise?", text)[1:3] == ("Ines", "Tomas")
     # Said by Tomas of himself, asked of Tomas: an answer.
     assert speaker_gap_of("What did Tomas realise after his charity 10K?", text)[0] == 0.0
     # Said *to* Ines ("how was your ..."), or naming her, counts for Ines.
