@@ -395,6 +395,9 @@ def _noun_kind(words: Sequence[str]) -> str | None:
 def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     """What kind of token answers ``query`` (and the unit a count must carry), or ``(None, ())``.
 
+    For a date the second element may hold :data:`UNDATED_CONTEXT`: a note's
+    own date (its title's, its heading's) does not answer it.
+
     English wh-phrases only, read at the head of the question: "how many
     milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
     quantity; "when was" -> a date; "who" or "what is the name of" -> a name;
@@ -602,9 +605,14 @@ def _after_stop(text: str, pos: int) -> bool:
 _ASKER = re.compile(r"\b(?:I|[Mm]y|me|mine|[Ww]e|[Oo]ur|ours|us)\b")
 
 
+def _asks(sent: str) -> bool:
+    """Is ``sent`` a question (it states nothing)?"""
+    return sent.rstrip(" *_\"')]").endswith("?")
+
+
 def _own_statement(sent: str) -> bool:
     """Does ``sent`` state something in the first person (not ask it)?"""
-    return bool(_ASKER.search(sent)) and not sent.rstrip(" *_\"')]").endswith("?")
+    return bool(_ASKER.search(sent)) and not _asks(sent)
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -624,8 +632,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
-    paragraph: list[list[int]] = []  # per hit, each sentence's paragraph
-    per_hit: list[tuple[list[str], bool]] = []
+    per_hit: list[tuple[list[str], bool, list[int]]] = []  # sentences, context typed, paragraphs
     best_all, best_terms = 0.0, set()
     best_own, own_terms = 0.0, set()
     for h in hits:
@@ -639,8 +646,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = False
         numbered = numbered_sentences(h.text)
         sents = [sent for _, sent in numbered]
-        paragraph.append([n for n, _ in numbered])
-        per_hit.append((sents, context_typed))
+        per_hit.append((sents, context_typed, [n for n, _ in numbered]))
         for i, sent in enumerate(sents):
             got = {t for t in terms if patterns[t].search(sent)} | in_context
             share = sum(idf.get(t, 0.0) for t in got) / mass
@@ -679,7 +685,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in
                 # the same paragraph holds asked words of its own, the two answer together.
                 both = matched[hi, si] | matched[hi, k]
-                own = (both != matched[hi, si] and paragraph[hi][k] == paragraph[hi][si]
+                own = (both != matched[hi, si] and per_hit[hi][2][k] == per_hit[hi][2][si]
                        and sum(idf.get(t, 0.0) for t in both) / mass)
                 best_typed = max(best_typed, own or NEIGHBOUR_CREDIT * share)
     return kind, max(0.0, best_all - best_typed), best_terms
@@ -772,12 +778,15 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
                 first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
-                if who == person and sent.rstrip(" *_\"')]").endswith("?") and not mention.search(sent):
-                    continue  # the person asking ("how's the kitten?") states nothing of their own
-                if mention.search(sent) or (who != person and pair and second and not first) or (
-                        who == person and first):
+                if mention.search(sent):
                     best_x = max(best_x, share)
-                elif who != person and who in speakers and first and share > best_other:
+                elif who == person:
+                    # Their own words, unless they ask ("how's the kitten?" states nothing).
+                    if first and not _asks(sent):
+                        best_x = max(best_x, share)
+                elif pair and second and not first:
+                    best_x = max(best_x, share)  # said to them
+                elif first and who in speakers and share > best_other:
                     best_other, other, said = share, who, got
     gap = max(0.0, best_other - best_x)
     return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())

@@ -166,7 +166,7 @@ def _conversation_slope(cal, folder: Path, golden: Path, work: Path, kb: KB, set
     g = load_golden(golden)
     s = _source(golden.resolve().parent.name,
                 run_eval(talk, g.questions, resolve_documents(talk, g.questions), setting), True)
-    offset = np.log(np.clip(cal.predict(s.x), 1e-12, 1.0)) - np.log(np.clip(1 - cal.predict(s.x), 1e-12, 1.0))
+    offset = ((s.x - cal.mean) / cal.scale) @ cal.coef + cal.intercept  # the pooled model's logits
     raw = s.x[:, j]
     slope = fit_offset_slope(offset, raw, s.y)
     fold = np.random.default_rng(0).integers(0, 5, len(s.y))
