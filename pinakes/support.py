@@ -303,10 +303,12 @@ _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
                    r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
-#: "this weekend", "next month", "tonight": a date counted from the note's own (a journal
+#: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's own (a journal
 #: day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
-                            r"summer|autumn|fall|winter)\b|\btonight\b", re.IGNORECASE)
+                            r"summer|autumn|fall|winter)\b|\btonight\b|\b(?:\d+|an?|one|two|three|"
+                            r"four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several)"
+                            r"\s+(?:days?|weeks?|months?|years?)\s+ago\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
 _CODE = re.compile(r"`([^`\n]+)`")
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)*"
@@ -356,6 +358,18 @@ _SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the\s
                         r"(?:\s+(?![\w\-]*(?:ed|en)\b)[\w\-']+){1,4}\s*\??$")
 #: The units of a date question whose answer a note's own date (title, heading) is not.
 UNDATED_CONTEXT = "undated-context"
+#: The units of a "who" question, which a person's relation to someone answers as well as
+#: a name: "Who gave Ines the easel?" -- "my grandmother gave me her old easel".
+BY_RELATION = "by-relation"
+#: Words that name a person by relation or role, in the singular and the plural.
+_RELATIONS = frozenset(w + s for w in """mother mom mum mommy mummy father dad daddy parent
+    grandmother grandma granny nan nana grandfather grandpa granddad grandparent sister brother
+    sibling aunt auntie uncle cousin niece nephew son daughter child kid baby husband wife
+    spouse partner fiance fiancee boyfriend girlfriend friend bestie roommate flatmate housemate
+    neighbour neighbor landlord landlady boss manager colleague coworker co-worker teammate
+    mentor teacher tutor coach trainer instructor professor doctor therapist counselor
+    counsellor nurse dentist vet classmate family team group""".split() for s in ("", "s")) | {
+    "children", "families"}
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -479,7 +493,7 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
         # chat session's) answers what happened then ("when did I ..."), not this.
         return DATE, (UNDATED_CONTEXT,)
     if re.match(r"(?:who|whom|whose)\b", main):
-        return NAME, ()
+        return NAME, (BY_RELATION,)
     if main.startswith("where"):
         return PLACE, ()
     if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
@@ -508,13 +522,13 @@ def sentences(text: str) -> list[str]:
 
 
 def numbered_sentences(text: str) -> list[tuple[int, str]]:
-    """:func:`sentences`, each with the number of its paragraph (or list item, or row)."""
+    """:func:`sentences`, each with the number of its paragraph (or list item, row, turn)."""
     units: list[str] = []
     for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
         current: list[str] = []
         for line in block.split("\n"):
             line = re.sub(r"^\s*>\s?", "", line)
-            if _ITEM.match(line) and current:
+            if (_ITEM.match(line) or _TURN.match(line)) and current:
                 units.append(" ".join(current))
                 current = []
             current.append(line.strip())
@@ -578,6 +592,9 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         return True
     if any(m.group(1).strip().lower() not in asked for m in _CODE.finditer(text)):
         return True
+    if BY_RELATION in units and any(w in _RELATIONS and w not in asked
+                                    for w in _TOKEN.findall(text.lower())):
+        return True
     for m in _TOKEN.finditer(text):
         w = m.group(0)
         if w.islower() or w.lower() == w.upper():
@@ -632,7 +649,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
-    per_hit: list[tuple[list[str], bool, list[int]]] = []  # sentences, context typed, paragraphs
+    # Per hit: its sentences, whether its context is typed, each sentence's paragraph and turn.
+    per_hit: list[tuple[list[str], bool, list[int], list[tuple[str, int] | None]]] = []
     best_all, best_terms = 0.0, set()
     best_own, own_terms = 0.0, set()
     for h in hits:
@@ -646,7 +664,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = False
         numbered = numbered_sentences(h.text)
         sents = [sent for _, sent in numbered]
-        per_hit.append((sents, context_typed, [n for n, _ in numbered]))
+        per_hit.append((sents, context_typed, [n for n, _ in numbered], sentence_turns(sents)))
         for i, sent in enumerate(sents):
             got = {t for t in terms if patterns[t].search(sent)} | in_context
             share = sum(idf.get(t, 0.0) for t in got) / mass
@@ -679,15 +697,22 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         if per_hit[hi][1] or holds(hi, si):
             best_typed = share
             break
-        n = len(per_hit[hi][0])
-        for k in (si - 1, si + 1):
-            if 0 <= k < n and holds(hi, k):
-                # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in
-                # the same paragraph holds asked words of its own, the two answer together.
-                both = matched[hi, si] | matched[hi, k]
-                own = (both != matched[hi, si] and per_hit[hi][2][k] == per_hit[hi][2][si]
-                       and sum(idf.get(t, 0.0) for t in both) / mass)
-                best_typed = max(best_typed, own or NEIGHBOUR_CREDIT * share)
+        sents, _, paragraph, turn = per_hit[hi]
+        for k in range(len(sents)):
+            near = abs(k - si) == 1
+            # In a conversation a teller's fact runs on over their next turn, past the
+            # other's "how did it go?": "I ran the charity 5K." ... "I finished in 27 minutes."
+            told = (turn[si] is not None and turn[k] is not None and k != si
+                    and turn[k][0] == turn[si][0] and abs(turn[k][1] - turn[si][1]) in (0, 2))
+            if not (near or told) or not holds(hi, k):
+                continue
+            # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in the
+            # same paragraph (or the teller's same story) holds asked words of its own, the
+            # two answer together.
+            both = matched[hi, si] | matched[hi, k]
+            own = (both != matched[hi, si] and (told or paragraph[k] == paragraph[si])
+                   and sum(idf.get(t, 0.0) for t in both) / mass)
+            best_typed = max(best_typed, own or (NEIGHBOUR_CREDIT * share if near else 0.0))
     return kind, max(0.0, best_all - best_typed), best_terms
 
 
@@ -715,6 +740,29 @@ def turns(text: str) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = [(None, text[:found[0].start()])] if found[0].start() else []
     for m, nxt in zip(found, [*found[1:], None], strict=True):
         out.append((m.group(1), text[m.end():nxt.start() if nxt else len(text)]))
+    return out
+
+
+def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
+    """Each sentence's ``(speaker, turn number)`` in a conversation, else ``None`` for all.
+
+    A conversation here is two or more speakers whose labels open sentences (a turn
+    starts a new unit in :func:`numbered_sentences`); one "Note:" line is no speaker.
+    """
+    out: list[tuple[str, int] | None] = []
+    who: str | None = None
+    number = -1
+    for sent in sents:
+        m = _TURN.match(sent)
+        if m:
+            who, number = m.group(1), number + 1
+        out.append((who, number) if who else None)
+    opened: dict[str, set[int]] = {}
+    for t in out:
+        if t:
+            opened.setdefault(t[0], set()).add(t[1])
+    if sum(len(n) >= MIN_TURNS for n in opened.values()) < 2:
+        return [None] * len(sents)
     return out
 
 

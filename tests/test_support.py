@@ -23,6 +23,7 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
+    BY_RELATION,
     COLOUR,
     DATE,
     NAME,
@@ -35,6 +36,7 @@ from pinakes.support import (
     assess_search,
     holds_typed,
     known_names,
+    sentence_turns,
     sentences,
     speaker_gap,
     turns,
@@ -459,6 +461,41 @@ def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
     hit.text = "Ines bought a secondhand pottery wheel from a retired teacher.\n\nI paid $260 for it."
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.4)
+
+
+def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
+    """"I ran the charity 5K." -- "How did it go?" -- "I finished in 27 minutes.": the number
+    answers with the teller's earlier turn; the other speaker's number does not."""
+    question = "How long did Tomas take to finish the charity 5K?"
+    terms = ["tomas", "take", "finish", "charity", "5k"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    text = ("**Tomas:** I ran a charity 5K last weekend.\n\n**Ines:** How did it go?\n\n"
+            "**Tomas:** I finished in 27 minutes.\n\n**Ines:** Nice.\n")
+    hit = SimpleNamespace(title="Session 2", heading_path=[], text=text)
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    # The same number said by the other speaker is no part of Tomas's story.
+    hit.text = text.replace("**Tomas:** I finished", "**Ines:** I finished")
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
+    # Turns on consecutive lines are turns too, and one "Note:" line is no conversation.
+    lines = [s for s in sentences(text.replace("\n\n", "\n"))]
+    assert [t[0] if t else None for t in sentence_turns(lines)] == ["Tomas", "Ines", "Tomas", "Ines"]
+    assert sentence_turns(["Note: the 5K was on Sunday.", "It rained."]) == [None, None]
+
+
+def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
+    kind, units = answer_type("Who gave Ines her easel?")
+    assert (kind, units) == (NAME, (BY_RELATION,))
+    asked = frozenset({"who", "gave", "ines", "her", "easel"})
+    assert holds_typed(kind, "My grandmother gave me her old easel.", asked, units)
+    assert not holds_typed(kind, "I paint on an old easel every evening.", asked, units)
+    # "Which font" is not answered by a relation; only "who" is.
+    assert not holds_typed(NAME, "My grandmother picked the font.", frozenset(), ())
+    # The relation the question names is not its answer ("Who did Ines's brother marry?").
+    assert not holds_typed(kind, "Her brother got married.", frozenset({"brother"}), units)
+    assert holds_typed(DATE, "I visited a shelter two weeks ago.", frozenset())
+    assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
+    assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
