@@ -370,6 +370,12 @@ _RELATIONS = frozenset(w + s for w in """mother mom mum mommy mummy father dad d
     mentor teacher tutor coach trainer instructor professor doctor therapist counselor
     counsellor nurse dentist vet classmate family team group""".split() for s in ("", "s")) | {
     "children", "families"}
+#: "two-year-old", "three-day", "ten-minute": a number word, a hyphen, a unit.
+_HYPHEN_MEASURE = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                             r"fifteen|twenty|thirty|forty|fifty|hundred|thousand)-(?:second|minute|"
+                             r"hour|day|night|week|month|year|mile|kilometre|kilometer|metre|meter|"
+                             r"foot|pound|kilo|gram|litre|liter|page|person|man|room|bedroom|storey|"
+                             r"story|piece|seat)s?(?:-|$)")
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -560,7 +566,10 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
             if said & set(units) or {_singular(w) for w in said if w} & set(units):
                 return True
-        words = [w.lower() for w in _TOKEN.findall(text)]
+        # "a two-year-old greyhound", "a three-day trip": a number word before a unit, inside
+        # the hyphens ("zero-shot", "half-precision" count nothing).
+        words = [part for w in _TOKEN.findall(text.lower())
+                 for part in (w.split("-")[:2] if _HYPHEN_MEASURE.match(w) else (w,))]
         for i, w in enumerate(words):
             if w in asked or w not in _NUMBER_WORDS and w not in ("one", "a", "an"):
                 continue
@@ -664,9 +673,14 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = False
         numbered = numbered_sentences(h.text)
         sents = [sent for _, sent in numbered]
-        per_hit.append((sents, context_typed, [n for n, _ in numbered], sentence_turns(sents)))
+        turn = sentence_turns(sents)
+        per_hit.append((sents, context_typed, [n for n, _ in numbered], turn))
+        # A turn's label ("**Tomas:**") speaks for each of its sentences, not only the first.
+        labels = {who: {t for t in terms if patterns[t].search(who)} for who, _ in filter(None, turn)}
         for i, sent in enumerate(sents):
             got = {t for t in terms if patterns[t].search(sent)} | in_context
+            if turn[i] is not None:
+                got |= labels[turn[i][0]]
             share = sum(idf.get(t, 0.0) for t in got) / mass
             scored.append((share, len(per_hit) - 1, i))
             matched[len(per_hit) - 1, i] = got
@@ -811,7 +825,12 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     mass = sum(idf.get(t, 0.0) for t in asked)
     if not asked or mass <= 0:
         return none
-    mention = re.compile(r"\b" + re.escape(person.split()[0]) + r"\b")
+    first_name = re.escape(person.split()[0])
+    mention = re.compile(r"\b" + first_name + r"\b")
+    # "Tomas, guess what: I adopted the dog!", "Thanks, Tomas!": a name that calls someone
+    # (the sentence's first word, or after a comma or a greeting, then a stop) is not about them.
+    calling = re.compile(r"(?:^[\W_]*|[,;]\s*|\b(?:[Hh]ey|[Hh]i|[Hh]ello|[Oo]h|[Yy]o|[Tt]hanks|[Dd]ear|"
+                         r"[Mm]orning|[Cc]ongrats|[Ww]ow)\s+)" + first_name + r"(?=\s*(?:[,!?.;:]|$))")
     best_x, best_other, other, said = 0.0, 0.0, None, set()
     for hit_turns in per_hit:
         # "You" is the one spoken to only between two people; in a group it may be anyone.
@@ -826,8 +845,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
                 first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
-                if mention.search(sent):
-                    best_x = max(best_x, share)
+                calls = len(calling.findall(sent))
+                if len(mention.findall(sent)) > calls or (calls and second and not first):
+                    best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")
                 elif who == person:
                     # Their own words, unless they ask ("how's the kitten?" states nothing).
                     if first and not _asks(sent):

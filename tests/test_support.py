@@ -481,6 +481,13 @@ def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
     lines = [s for s in sentences(text.replace("\n\n", "\n"))]
     assert [t[0] if t else None for t in sentence_turns(lines)] == ["Tomas", "Ines", "Tomas", "Ines"]
     assert sentence_turns(["Note: the 5K was on Sunday.", "It rained."]) == [None, None]
+    # The label speaks for each sentence of its turn: "**Tomas:** Ha. We have three kids."
+    kids = ("**Tomas:** Ha, my kids would love her. We have three kids now.\n\n"
+            "**Ines:** Wow.\n\n**Tomas:** Yes.\n\n**Ines:** Right.\n")
+    hit.text = kids
+    terms = ["kids", "tomas"]
+    assert typed_gap("How many kids does Tomas have?", [hit], terms, {t: 1.0 for t in terms},
+                     {t: term_pattern(t) for t in terms})[1] == 0.0
 
 
 def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
@@ -496,6 +503,7 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert holds_typed(DATE, "I visited a shelter two weeks ago.", frozenset())
     assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
     assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
+    assert holds_typed(QUANTITY, "She's a two-year-old greyhound.", frozenset({"how", "old"}))
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
@@ -665,6 +673,12 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
     assert speaker_gap_of("Who ran the charity 10K?", text)[0] == 0.0
     assert speaker_gap_of("What did Ines and Tomas do on Saturday?", text)[0] == 0.0
     assert speaker_gap_of("What did I realise after the charity 10K?", text)[0] == 0.0
+    # A name that calls someone ("Tomas, guess what", "Thanks, Ines!") is not about them.
+    called = ("**Ines:** Tomas, guess what: I adopted the dog!\n\n**Tomas:** Congratulations, Ines!"
+              "\n\n**Ines:** Thanks, Tomas.\n\n**Tomas:** Ha.\n")
+    assert speaker_gap_of("Why did Tomas adopt the dog?", called)[0] == 1.0
+    assert speaker_gap_of("Why did Tomas adopt the dog?",
+                          called.replace("Tomas, guess what", "Tomas and I"))[0] == 0.0
     # A single "Note:" line in a document is not a conversation.
     assert speaker_gap_of("What did Ines realise after her 10K?",
                           "Note: Tomas ran a 10K and realised he loves crowds.")[0] == 0.0
