@@ -361,6 +361,13 @@ UNDATED_CONTEXT = "undated-context"
 #: The units of a "who" question, which a person's relation to someone answers as well as
 #: a name: "Who gave Ines the easel?" -- "my grandmother gave me her old easel".
 BY_RELATION = "by-relation"
+#: The units of a "where" question, which a place said with a preposition answers as well
+#: as a name: "He hides in the bathtub", "we camped by the lake" ("in which city" wants one).
+BY_PREPOSITION = "by-preposition"
+_AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|onto|beside)\s+"
+                       r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
+                       r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
+                       r"evening|night|weekend)\b)[a-z]", re.IGNORECASE)
 #: Words that name a person by relation or role, in the singular and the plural.
 _RELATIONS = frozenset(w + s for w in """mother mom mum mommy mummy father dad daddy parent
     grandmother grandma granny nan nana grandfather grandpa granddad grandparent sister brother
@@ -420,8 +427,9 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
 
     English wh-phrases only, read at the head of the question: "how many
     milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
-    quantity; "when was" -> a date; "who" or "what is the name of" -> a name;
-    "where" / "in which city" -> a place; "which <noun>" -> a name (an instance
+    quantity; "when was" -> a date; "who" or "what is the name of" -> a name
+    (for "who", a relation too: "my grandmother"); "where" -> a place (or a place
+    said with a preposition: "in the bathtub"), "in which city" -> a place's name; "which <noun>" -> a name (an instance
     of the noun: "Which font ..." -> "JetBrains Mono"), unless it offers a
     choice ("X or Y"). Anything else is not checked: "why", "how do I", "what
     does X do", a yes/no question, a question asking two things of different
@@ -501,7 +509,7 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
     if re.match(r"(?:who|whom|whose)\b", main):
         return NAME, (BY_RELATION,)
     if main.startswith("where"):
-        return PLACE, ()
+        return PLACE, (BY_PREPOSITION,)
     if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
         return WEEKDAY, ()  # a day of the week is one of seven words, not any date
     m = re.match(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?\s*"
@@ -600,6 +608,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
     if any(m.group(0).lower() not in asked for m in _PATH.finditer(text)):
         return True
     if any(m.group(1).strip().lower() not in asked for m in _CODE.finditer(text)):
+        return True
+    if BY_PREPOSITION in units and _AT_PLACE.search(text):
         return True
     if BY_RELATION in units and any(w in _RELATIONS and w not in asked
                                     for w in _TOKEN.findall(text.lower())):

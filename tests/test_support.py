@@ -23,6 +23,7 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
+    BY_PREPOSITION,
     BY_RELATION,
     COLOUR,
     DATE,
@@ -504,6 +505,13 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
     assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
     assert holds_typed(QUANTITY, "She's a two-year-old greyhound.", frozenset({"how", "old"}))
+    # "Where" is answered by a place said with a preposition; "in which city" wants a name.
+    kind, units = answer_type("Where does Tomas's dog hide?")
+    assert (kind, units) == (PLACE, (BY_PREPOSITION,))
+    assert holds_typed(kind, "He hides in the bathtub whenever I vacuum.", frozenset(), units)
+    assert not holds_typed(kind, "He hides whenever I vacuum, in a few seconds.", frozenset(), units)
+    assert answer_type("In which city did I give my talk?") == (PLACE, ())
+    assert not holds_typed(PLACE, "I gave my talk in the big hall.", frozenset(), ())
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
