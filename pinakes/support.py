@@ -743,12 +743,15 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 # --- who said it: a conversation between named people ------------------------------------
 
 #: A turn at a line's start: "**Ines:** ...", "**Ines**: ...", "Ines: ...", "- Ines: ...",
-#: "> Ines: ...", "[10:32] Ines: ...", "10:32 Ines: ...", "Ines (8 May, 10:32): ...": one
-#: to three capitalised words, then a colon.
-_TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}:\d\d(?::\d\d)?"
-                   r"(?:[ \t]*[AaPp][Mm])?[ \t]+(?:[-–][ \t]+)?)?(?:\*\*|__)?"
+#: "> Ines: ...", "[10:32] Ines: ...", "10:32 Ines: ...", "Ines (8 May, 10:32): ...",
+#: "D1:3 Ines: ...", "2. Ines: ...", "Ines [D1:3]: ...", "Ines said: ...": one to three
+#: capitalised words, then a colon.
+_TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\*|__)?"
+                   r"(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}:\d\d(?::\d\d)?(?:[ \t]*[AaPp][Mm])?[ \t]+"
+                   r"(?:[-–][ \t]+)?|[A-Z]{0,3}\d+(?::\d+)+[ \t]+)?(?:\*\*|__)?"
                    r"([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})"
-                   r"(?:\*\*|__)?(?:[ \t]*\([^()\n]{1,40}\))?(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+",
+                   r"(?:[ \t]+(?:said|says|wrote|writes|asked|asks|replied|replies))?(?:\*\*|__)?"
+                   r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\]\n]{1,40}\]))?(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+",
                    re.MULTILINE)
 #: The person spoken to.
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)

@@ -655,6 +655,11 @@ def test_a_turn_is_read_in_every_common_form() -> None:
     assert [said.strip() for _, said in turns(text)] == ["one.", "two.", "three.", "four.",
                                                          "five.", "six.", "seven.", "eight."]
     assert turns("No speakers here: just a colon.") == [(None, "No speakers here: just a colon.")]
+    # A dialogue id, a numbered line, a bracket after the name, "said".
+    more = ("D1:3 Ines: one.\n2. Tomas: two.\n**Ines** [D1:5]: three.\n**[D1:6] Tomas:** four.\n"
+            "Ines said: five.\n")
+    assert [(who, said.strip()) for who, said in turns(more)] == [
+        ("Ines", "one."), ("Tomas", "two."), ("Ines", "three."), ("Tomas", "four."), ("Ines", "five.")]
 
 
 def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
