@@ -419,7 +419,7 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     return None
 
 
-def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
+def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str | None, tuple[str, ...]]:
     """What kind of token answers ``query`` (and the unit a count must carry), or ``(None, ())``.
 
     For a date the second element may hold :data:`UNDATED_CONTEXT`: a note's
@@ -436,7 +436,8 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     kinds (two of one kind, "who ... and at which conference", are read as that
     kind), a count of the asker's own doings ("how many books did I buy": made
     by listing them, rarely written as a number; "how many milligrams do I
-    take" still asks for one), and a question behind a context sentence ("X did
+    take" still asks for one) or of a speaker's (``speakers``: their first
+    names in lower case, "how many times has Ines been to the coast?"), and a question behind a context sentence ("X did
     Y in 2019. How many ...?": its top hits serve the context, not the asked
     fact).
     """
@@ -449,7 +450,7 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     heads = [m for m in _WH.finditer(low) if _is_head(low, m.start())]
     if not heads or len(heads) > 2:
         return None, ()
-    kinds = [_clause_type(low[m.start():], low) for m in heads]
+    kinds = [_clause_type(low[m.start():], low, speakers) for m in heads]
     if any(k[0] != kinds[0][0] for k in kinds[1:]):
         # Two things of one kind ("Who proposed X, and at which conference ...": two
         # names) are checked as that kind; two of different kinds are not checked.
@@ -458,9 +459,10 @@ def answer_type(query: str) -> tuple[str | None, tuple[str, ...]]:
     return kinds[0][0], units
 
 
-def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
+def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
+                 ) -> tuple[str | None, tuple[str, ...]]:
     """The answer type asked by one wh-clause ``main`` (the rest of the question from its
-    wh-word) of the lower-cased question ``low``."""
+    wh-word) of the lower-cased question ``low``; ``speakers`` as in :func:`answer_type`."""
     if _RANKED.match(main):
         # "Where did Tomas place / finish in the race?": a rank ("seventh out of forty"),
         # not a place; ranks are not checked.
@@ -485,7 +487,8 @@ def _clause_type(main: str, low: str) -> tuple[str | None, tuple[str, ...]]:
                     noun[0] if noun else "")
         if head in _UNITS:
             return QUANTITY, _UNITS[head]
-        if m.group(1) == "many" and _FIRST_PERSON.search(main):
+        doer = re.search(r"\b" + _AUX + r"\s+([\w\-]+)", main)
+        if m.group(1) == "many" and (_FIRST_PERSON.search(main) or doer and doer.group(1) in speakers):
             # "How many books did I buy?", "how many times have we met?": a count of one's
             # own doings is made by listing them across the notes, rarely written as a number.
             return None, ()
@@ -658,7 +661,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     0 when the question's kind is not checkable, or when the sentence that
     matches the question best (or one as good) holds a token of that kind.
     """
-    kind, units = answer_type(query)
+    # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
+    speakers = frozenset(m.group(1).split()[0].lower() for h in hits for m in _TURN.finditer(h.text)
+                         ) if "many" in query.lower() else frozenset()
+    kind, units = answer_type(query, speakers)
     if kind is None or not terms:
         return kind, 0.0, set()
     asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}

@@ -505,6 +505,11 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
     assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
     assert holds_typed(QUANTITY, "She's a two-year-old greyhound.", frozenset({"how", "old"}))
+    # A speaker's doings are counted by listing them, like the asker's own.
+    assert answer_type("How many times has Ines been to the coast?") == (QUANTITY, ())
+    assert answer_type("How many times has Ines been to the coast?",
+                       frozenset({"ines", "tomas"})) == (None, ())
+    assert answer_type("How many times does bors retry?", frozenset({"ines"})) == (QUANTITY, ())
     # "Where" is answered by a place said with a preposition; "in which city" wants a name.
     kind, units = answer_type("Where does Tomas's dog hide?")
     assert (kind, units) == (PLACE, (BY_PREPOSITION,))
