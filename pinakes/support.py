@@ -303,8 +303,8 @@ _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
                    r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
-#: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's own (a journal
-#: day's, a chat session's), as good as written out when the note is dated.
+#: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's
+#: own (a journal day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
                             r"summer|autumn|fall|winter)\b|\btonight\b|\b(?:\d+|an?|one|two|three|"
                             r"four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several)"
@@ -428,18 +428,18 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     English wh-phrases only, read at the head of the question: "how many
     milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
     quantity; "when was" -> a date; "who" or "what is the name of" -> a name
-    (for "who", a relation too: "my grandmother"); "where" -> a place (or a place
-    said with a preposition: "in the bathtub"), "in which city" -> a place's name; "which <noun>" -> a name (an instance
-    of the noun: "Which font ..." -> "JetBrains Mono"), unless it offers a
-    choice ("X or Y"). Anything else is not checked: "why", "how do I", "what
+    (for "who", a relation too: "my grandmother"); "where" -> a place (or one
+    said with a preposition: "in the bathtub"); "in which city" -> a place's
+    name; "which <noun>" -> a name (an instance of the noun: "Which font ..."
+    -> "JetBrains Mono"), unless it offers a choice ("X or Y"). Anything else is not checked: "why", "how do I", "what
     does X do", a yes/no question, a question asking two things of different
     kinds (two of one kind, "who ... and at which conference", are read as that
     kind), a count of the asker's own doings ("how many books did I buy": made
     by listing them, rarely written as a number; "how many milligrams do I
     take" still asks for one) or of a speaker's (``speakers``: their first
-    names in lower case, "how many times has Ines been to the coast?"), and a question behind a context sentence ("X did
-    Y in 2019. How many ...?": its top hits serve the context, not the asked
-    fact).
+    names in lower case; "how many times has Ines been to the coast?"), and a
+    question behind a context sentence ("X did Y in 2019. How many ...?": its
+    top hits serve the context, not the asked fact).
     """
     low = query.strip().lower().replace("’", "'")
     low = _CONTRACTED.sub(r"\1 is", low)  # "What's the name of ...": "what is the name of ..."
@@ -662,8 +662,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     matches the question best (or one as good) holds a token of that kind.
     """
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
-    speakers = frozenset(m.group(1).split()[0].lower() for h in hits for m in _TURN.finditer(h.text)
-                         ) if "many" in query.lower() else frozenset()
+    speakers: frozenset[str] = frozenset()
+    if "many" in query.lower():
+        speakers = frozenset(m.group(1).split()[0].lower() for h in hits for m in _TURN.finditer(h.text))
     kind, units = answer_type(query, speakers)
     if kind is None or not terms:
         return kind, 0.0, set()
@@ -728,13 +729,18 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             best_typed = share
             break
         sents, _, paragraph, turn = per_hit[hi]
-        for k in range(len(sents)):
+        # The sentences either side; in a conversation, the teller's others in this turn and
+        # in their next or last one, past the other's "how did it go?" ("I ran the charity
+        # 5K." ... "I finished in 27 minutes.").
+        here = turn[si]
+        partners = {k for k in (si - 1, si + 1) if 0 <= k < len(sents)}
+        if here is not None:
+            partners |= {k for k, there in enumerate(turn) if there is not None and k != si
+                         and there[0] == here[0] and abs(there[1] - here[1]) in (0, 2)}
+        for k in sorted(partners):
             near = abs(k - si) == 1
-            # In a conversation a teller's fact runs on over their next turn, past the
-            # other's "how did it go?": "I ran the charity 5K." ... "I finished in 27 minutes."
-            told = (turn[si] is not None and turn[k] is not None and k != si
-                    and turn[k][0] == turn[si][0] and abs(turn[k][1] - turn[si][1]) in (0, 2))
-            if not (near or told) or not holds(hi, k):
+            told = here is not None and turn[k] is not None and turn[k][0] == here[0]
+            if not holds(hi, k):
                 continue
             # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in the
             # same paragraph (or the teller's same story) holds asked words of its own, the
