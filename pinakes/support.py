@@ -84,7 +84,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -654,8 +654,33 @@ def _own_statement(sent: str) -> bool:
     return bool(_ASKER.search(sent)) and not _asks(sent)
 
 
+#: A day or a month in a file name: "journal/2023-05-08.md", "2024-03 review.md".
+_PATH_DAY = re.compile(r"(?<!\d)(?:19|20)\d\d-[01]\d(?:-[0-3]\d)?(?!\d)")
+#: Front-matter fields that date a note (a journal day, a chat session).
+_DATE_FIELDS = ("date", "created", "day")
+
+
+def note_dated(conn: Any, path: str) -> bool:
+    """Is the note at ``path`` dated by its file name or its front matter (``date:``)?
+
+    A journal day or a chat session dates what it tells ("I bought the camera."),
+    as a date in its title or heading does; a note dated only in front matter
+    shows the date in no sentence.
+    """
+    if _PATH_DAY.search(path):
+        return True
+    try:
+        row = conn.execute("SELECT meta FROM documents WHERE path = ?", (path,)).fetchone()
+        meta = (json.loads(row[0]) if row else {}).get("front_matter") or {}
+    except Exception:  # noqa: BLE001 - a store without the column: not dated
+        return False
+    return isinstance(meta, dict) and any(
+        holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
+
+
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
-              patterns: dict[str, re.Pattern[str]]) -> tuple[str | None, float, set[str]]:
+              patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None
+              ) -> tuple[str | None, float, set[str]]:
     """The answer's kind, the typed gap (see the module docstring) and the best sentence's terms.
 
     0 when the question's kind is not checkable, or when the sentence that
@@ -683,7 +708,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         context = f"{h.title}\n{' > '.join(h.heading_path)}"
         in_context = {t for t in terms if patterns[t].search(context)}
         if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
-            context_typed = UNDATED_CONTEXT not in units and holds_typed(kind, context, frozen)
+            context_typed = UNDATED_CONTEXT not in units and (
+                holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
         else:
@@ -940,7 +966,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like and df_of(low) == 0:
             unknown.append(word)
-    kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns)
+    kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns,
+                                        dated=lambda h: note_dated(conn, h.path))
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against

@@ -702,6 +702,42 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
                           "Note: Tomas ran a 10K and realised he loves crowds.")[0] == 0.0
 
 
+JOURNAL = {
+    "journal/monday.md": """
+        ---
+        date: 2024-03-11
+        ---
+
+        # Camera shop
+
+        Bought the Fuji X100V at the camera shop on the corner. Rain all afternoon.
+        """,
+    "journal/2024-03-12.md": """
+        # Selling gear
+
+        Sold my old Canon to a neighbour who shoots birds.
+        """,
+    "gear/wish-list.md": """
+        # Wish list
+
+        The Leica Q2 is still on my wish list, next to a carbon tripod.
+        """,
+}
+
+
+def test_a_note_dated_by_front_matter_or_file_name_dates_what_it_tells(make_kb: Any) -> None:
+    """"When did I buy the Fuji?" is answered by a journal day dated only in its front matter
+    or its file name, as by a date in its title; an undated note names no date."""
+    kb = make_kb({**COFFEE, **JOURNAL}, name="journal")
+    kb.sync()
+    bought, _ = support_of(kb, "When did I buy the Fuji X100V?")
+    sold, _ = support_of(kb, "When did I sell my old Canon?")
+    wished, _ = support_of(kb, "When did I buy the Leica Q2?")
+    assert bought.expects == sold.expects == wished.expects == DATE
+    assert bought.typed_gap == 0.0 and sold.typed_gap == 0.0
+    assert wished.typed_gap > 0.0
+
+
 def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any) -> None:
     kb = make_kb({**COFFEE, **FRIENDS}, name="friends")
     kb.sync()
