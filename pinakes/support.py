@@ -368,6 +368,11 @@ _AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|
                        r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
                        r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
                        r"evening|night|weekend)\b)[a-z]", re.IGNORECASE)
+#: The units of a "how often" question, which a frequency said in words answers as well as a
+#: number: "twice a week", "every Sunday", "once a month".
+BY_FREQUENCY = "by-frequency"
+_FREQUENCY = re.compile(r"\b(?:once|twice|thrice|every|each)\b|\b(?:a|an|per)\s+(?:day|week|month|year|"
+                        r"night|morning|evening|weekend|fortnight|hour)\b", re.IGNORECASE)
 #: Words that name a person by relation or role, in the singular and the plural.
 _RELATIONS = frozenset(w + s for w in """mother mom mum mommy mummy father dad daddy parent
     grandmother grandma granny nan nana grandfather grandpa granddad grandparent sister brother
@@ -499,6 +504,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
                 return QUANTITY, _PERSONS
             return QUANTITY, tuple(dict.fromkeys((head, _singular(head))))
         return QUANTITY, ()
+    if main.startswith("how often"):
+        return QUANTITY, (BY_FREQUENCY,)
     if re.match(r"how\s+(?:long|old|far|often|big|large|small|fast|tall|high|wide|deep|heavy|"
                 r"quickly|soon)\b", main):
         return QUANTITY, ()
@@ -565,6 +572,10 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
     if kind == QUANTITY:
+        if BY_FREQUENCY in units:  # "how often": "twice a week", "every Sunday" as well as "3x"
+            if any(m.group(0).lower() not in asked for m in _FREQUENCY.finditer(text)):
+                return True
+            units = tuple(u for u in units if u != BY_FREQUENCY)
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:

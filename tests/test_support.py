@@ -23,6 +23,7 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
+    BY_FREQUENCY,
     BY_PREPOSITION,
     BY_RELATION,
     COLOUR,
@@ -510,6 +511,13 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert answer_type("How many times has Ines been to the coast?",
                        frozenset({"ines", "tomas"})) == (None, ())
     assert answer_type("How many times does bors retry?", frozenset({"ines"})) == (QUANTITY, ())
+    # "How often" is answered by a frequency in words as well as by a number.
+    kind, units = answer_type("How often does Tomas go climbing?")
+    assert (kind, units) == (QUANTITY, (BY_FREQUENCY,))
+    for said in ("He goes climbing twice a week.", "He climbs every Sunday.", "He climbs 3 times."):
+        assert holds_typed(kind, said, frozenset({"how", "often", "climbing"}), units)
+    assert not holds_typed(kind, "He goes climbing with Ines.", frozenset(), units)
+    assert not holds_typed(kind, "It runs at night.", frozenset({"each", "night"}), units)
     # "Where" is answered by a place said with a preposition; "in which city" wants a name.
     kind, units = answer_type("Where does Tomas's dog hide?")
     assert (kind, units) == (PLACE, (BY_PREPOSITION,))
