@@ -294,6 +294,10 @@ _NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten e
     annually""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
+#: Seasons and holidays date an event well enough ("we went in the summer", "at Christmas");
+#: "spring" and "fall" are left out (the Spring framework, to fall).
+_SEASONS = frozenset("summer winter autumn christmas easter thanksgiving halloween hanukkah "
+                     "ramadan diwali eid midsummer".split())
 _WEEK = "monday tuesday wednesday thursday friday saturday sunday".split()
 _DAYS = frozenset([*_WEEK, "yesterday", "today", "tomorrow"])
 # A number standing alone (not inside "x86_64", "M10P", "MRR@10", a path or a version's tail),
@@ -306,7 +310,7 @@ _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]
 #: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's
 #: own (a journal day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
-                            r"summer|autumn|fall|winter)\b|\btonight\b|\b(?:\d+|an?|one|two|three|"
+                            r"summer|autumn|fall|winter|morning|afternoon|evening|night)\b|\btonight\b|\b(?:\d+|an?|one|two|three|"
                             r"four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several)"
                             r"\s+(?:days?|weeks?|months?|years?)\s+ago\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
@@ -610,7 +614,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             low = w.lower()
             if low in asked:
                 continue
-            if low in _DAYS or (low in _MONTHS and (w[0].isupper() or low not in ("may", "march"))):
+            if low in _DAYS or low in _SEASONS or (
+                    low in _MONTHS and (w[0].isupper() or low not in ("may", "march"))):
                 return True
         return False
     if kind in (COLOUR, WEEKDAY):

@@ -505,6 +505,9 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert holds_typed(DATE, "I visited a shelter two weeks ago.", frozenset())
     assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
     assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
+    assert holds_typed(DATE, "She called last night.", frozenset())
+    assert holds_typed(DATE, "We went to Lisbon in the summer, after Christmas.", frozenset())
+    assert not holds_typed(DATE, "The Spring framework wires it; leaves fall.", frozenset())
     assert holds_typed(QUANTITY, "She's a two-year-old greyhound.", frozenset({"how", "old"}))
     # A speaker's doings are counted by listing them, like the asker's own.
     assert answer_type("How many times has Ines been to the coast?") == (QUANTITY, ())
