@@ -310,7 +310,8 @@ _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]
 #: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's
 #: own (a journal day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
-                            r"summer|autumn|fall|winter|morning|afternoon|evening|night)\b|\btonight\b|\b(?:\d+|an?|one|two|three|"
+                            r"summer|autumn|fall|winter|morning|afternoon|evening|night)\b"
+                            r"|\btonight\b|\b(?:\d+|an?|one|two|three|"
                             r"four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several)"
                             r"\s+(?:days?|weeks?|months?|years?)\s+ago\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
@@ -701,6 +702,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
     0 when the question's kind is not checkable, or when the sentence that
     matches the question best (or one as good) holds a token of that kind.
+    ``dated(hit)``: whether the hit's note has a date of its own beyond its title
+    and headings (:func:`note_dated`), which answers "when did ..." for all it tells.
     """
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
     speakers: frozenset[str] = frozenset()
