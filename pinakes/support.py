@@ -393,6 +393,12 @@ _HYPHEN_MEASURE = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|t
                              r"hour|day|night|week|month|year|mile|kilometre|kilometer|metre|meter|"
                              r"foot|pound|kilo|gram|litre|liter|page|person|man|room|bedroom|storey|"
                              r"story|piece|seat)s?(?:-|$)")
+#: "Which hobby / instrument / animals ...": kinds whose instances are common nouns ("pottery",
+#: "the violin", "penguins"), not names, so a name is not what answers them.
+_COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument animal pet food dish
+    meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
+    ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
+    "hobbies", "activities", "dishes", "breeds", "flavours"}
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -536,7 +542,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
                  r"with)\b|[?,]|$)", main)
     if m:
         kind = _noun_kind(m.group(2).split())
-        if kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main):
+        if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
+                and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
         return kind, ()
     return None, ()

@@ -514,6 +514,10 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert answer_type("How many times has Ines been to the coast?",
                        frozenset({"ines", "tomas"})) == (None, ())
     assert answer_type("How many times does bors retry?", frozenset({"ines"})) == (QUANTITY, ())
+    # "Which hobby / instrument / animals": kinds of common nouns, which no name answers.
+    assert answer_type("Which instrument did Lucia start?") == (None, ())
+    assert answer_type("Which animals did the kids like at the zoo?") == (None, ())
+    assert answer_type("Which font do I use in Sublime Text?") == (NAME, ())
     # "How often" is answered by a frequency in words as well as by a number.
     kind, units = answer_type("How often does Tomas go climbing?")
     assert (kind, units) == (QUANTITY, (BY_FREQUENCY,))
