@@ -84,6 +84,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -447,7 +448,9 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     (for "who", a relation too: "my grandmother"); "where" -> a place (or one
     said with a preposition: "in the bathtub"); "in which city" -> a place's
     name; "which <noun>" -> a name (an instance of the noun: "Which font ..."
-    -> "JetBrains Mono"), unless it offers a choice ("X or Y"). Anything else is not checked: "why", "how do I", "what
+    -> "JetBrains Mono"), unless it offers a choice ("X or Y") or names a kind
+    of common nouns ("which hobby"); "how often" -> a number or a frequency
+    ("twice a week"). Anything else is not checked: "why", "how do I", "what
     does X do", a yes/no question, a question asking two things of different
     kinds (two of one kind, "who ... and at which conference", are read as that
     kind), a count of the asker's own doings ("how many books did I buy": made
@@ -703,19 +706,16 @@ def note_dated(conn: Any, path: str) -> bool:
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
-              patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None
-              ) -> tuple[str | None, float, set[str]]:
+              patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
+              speakers: frozenset[str] = frozenset()) -> tuple[str | None, float, set[str]]:
     """The answer's kind, the typed gap (see the module docstring) and the best sentence's terms.
 
     0 when the question's kind is not checkable, or when the sentence that
     matches the question best (or one as good) holds a token of that kind.
     ``dated(hit)``: whether the hit's note has a date of its own beyond its title
     and headings (:func:`note_dated`), which answers "when did ..." for all it tells.
+    ``speakers``: as in :func:`answer_type`.
     """
-    # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
-    speakers: frozenset[str] = frozenset()
-    if "many" in query.lower():
-        speakers = frozenset(m.group(1).split()[0].lower() for h in hits for m in _TURN.finditer(h.text))
     kind, units = answer_type(query, speakers)
     if kind is None or not terms:
         return kind, 0.0, set()
@@ -848,11 +848,8 @@ def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
         if m:
             who, number = m.group(1), number + 1
         out.append((who, number) if who else None)
-    opened: dict[str, set[int]] = {}
-    for t in out:
-        if t:
-            opened.setdefault(t[0], set()).add(t[1])
-    if sum(len(n) >= MIN_TURNS for n in opened.values()) < 2:
+    opened = Counter(who for who, _ in dict.fromkeys(filter(None, out)))  # turns per speaker
+    if sum(n >= MIN_TURNS for n in opened.values()) < 2:
         return [None] * len(sents)
     return out
 
@@ -871,9 +868,10 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     one spoken to, a sentence naming the person to that person. A plain
     statement is nobody's: the listener echoes the teller ("that charity 10K
     sounds brutal"), and what the person asked about asks ("how's the
-    kitten?") states nothing of theirs either. The gap is the asked part's best share (of its IDF mass) in
-    the other speakers' words about themselves minus its best share in words
-    about the person asked about. 0 when the question names no speaker, or
+    kitten?") states nothing of theirs either; a name that only calls someone
+    ("Thanks, Tomas!") is not about them. The gap is the asked part's best
+    share (of its IDF mass) in the other speakers' words about themselves
+    minus its best share in words about the person asked about. 0 when the question names no speaker, or
     two (one of them is then the subject, the other the object), or is about
     the asker ("my", "I": a user's own log).
     Returns ``(gap, speaker, said_by, the asked terms said_by's sentence holds)``.
@@ -885,11 +883,7 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     if _ASKER.search(query) or not written:
         return none
     per_hit = [turns(h.text) for h in hits]
-    counts: dict[str, int] = {}
-    for hit_turns in per_hit:
-        for who, _ in hit_turns:
-            if who:
-                counts[who] = counts.get(who, 0) + 1
+    counts = Counter(who for hit_turns in per_hit for who, _ in hit_turns if who)
     speakers = {w for w, n in counts.items() if n >= MIN_TURNS and len(w) > 1}
     if len(speakers) < 2:
         return none
@@ -992,8 +986,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like and df_of(low) == 0:
             unknown.append(word)
+    # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
+    speakers = frozenset(m.group(1).split()[0].lower() for h in top for m in _TURN.finditer(h.text)
+                         ) if "many" in query.lower() else frozenset()
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns,
-                                        dated=lambda h: note_dated(conn, h.path))
+                                        dated=lambda h: note_dated(conn, h.path), speakers=speakers)
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
