@@ -56,9 +56,11 @@ from pinakes import KB
 from pinakes.config import CONFIG_NAME, DEFAULTS
 from pinakes.evaluation.calibration import (
     ANCHORS,
+    ECE_TARGET,
     FEATURES,
     _sigmoid,
     cross_validated,
+    ece_floor,
     expected_calibration_error,
     fit_calibration,
     fit_logistic,
@@ -122,25 +124,6 @@ def rates(p: np.ndarray, s: Source, below: float) -> tuple[float | None, float |
     near = float((p[s.unanswerable] < below).mean()) if s.unanswerable.any() else None
     false = float(((p < below) & (s.y == 1) & ans).sum() / ans.sum()) if ans.any() else None
     return near, false, expected_calibration_error(p, s.y)
-
-
-#: The per-set ECE a KB's calibration aims at (the target the floor is read against).
-ECE_TARGET = 0.05
-
-
-def ece_floor(p: np.ndarray, draws: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """The ECE a *perfectly* calibrated predictor shows on this many questions: mean, and how
-    often it is at most :data:`ECE_TARGET`.
-
-    Outcomes drawn as Bernoulli(p) for the same predictions: on a set of 90
-    questions, ten-bin ECE is biased upwards by sampling noise alone (often
-    0.06-0.10), so a per-set ECE is read against this floor, not against zero;
-    the second figure says how often even a perfect predictor would pass.
-    """
-    rng = np.random.default_rng(seed)
-    eces = np.asarray([expected_calibration_error(p, (rng.random(len(p)) < p).astype(float))
-                       for _ in range(draws)])
-    return float(eces.mean()), float((eces <= ECE_TARGET).mean())
 
 
 #: Operating points reported beside the default ``abstain_below``.
@@ -272,8 +255,8 @@ def main() -> None:
         for p in (cal.predict(s.x), pooled_cv[sl], loso):
             near, false, ece = rates(np.asarray(p), s, below)
             cells.append(f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}")
-        floor, chance = ece_floor(pooled_cv[sl])
-        print(f"{s.name:14} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {floor:>10.3f} {chance:>10.0%}")
+        floor = ece_floor(pooled_cv[sl])
+        print(f"{s.name:14} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {floor.mean:>10.3f} {floor.within_target:>10.0%}")
     print("\n(ECE floor: what a perfectly calibrated predictor would show on that many questions, on"
           f" average;\n P(<={ECE_TARGET}): how often it would show at most {ECE_TARGET})")
     print("\noperating points, near-miss abstention / false-abstain, 5-fold held out | leave-one-set-out:")

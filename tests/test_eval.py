@@ -303,6 +303,23 @@ def test_ece_by_hand() -> None:
     assert [b["n"] for b in bins] == [2, 1] and bins[0]["rate"] == 0.5
 
 
+def test_ece_floor_is_the_noise_of_a_calibrated_confidence() -> None:
+    # Four predictions of 0.5: ECE is |k/4 - 1/2| for k ~ Binomial(4, 1/2), 0.1875 on average.
+    four = C.ece_floor([0.5] * 4, draws=4000)
+    assert four.mean == pytest.approx(0.1875, abs=0.01)
+    assert four.within_target == pytest.approx(6 / 16, abs=0.03)  # only k = 2 gives ECE 0
+    # Noise shrinks with the set: the same confidence on 1,000 questions has almost none.
+    small, large = C.ece_floor([0.8] * 30), C.ece_floor([0.8] * 1000)
+    assert small.mean > 0.04 > large.mean and small.p90 > small.mean
+    assert C.ece_floor([0.0, 1.0, 1.0]) == C.EceFloor(0.0, 0.0, 1.0)  # certain outcomes: no noise
+    assert C.ece_floor([0.3, 0.7] * 20, seed=4) == C.ece_floor([0.3, 0.7] * 20, seed=4)
+    ok = C.floor_sentence(small, 30, small.mean)
+    off = C.floor_sentence(small, 30, small.p90 + 0.05)
+    assert "within what noise alone gives" in ok and "the confidence is off" in off
+    with pytest.raises(C.CalibrationError):
+        C.ece_floor([])
+
+
 def _synthetic(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, len(C.FEATURES)))
@@ -585,6 +602,13 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     cal = out["calibration"]
     assert cal["path"] == str(root / "golden" / "calibration.json")
     assert cal["ece_after"] < cal["ece_before"] and cal["ece_after"] < 0.1
+    # Read against what noise alone gives on this many questions (a calibrated fit is within it).
+    assert 0.0 < cal["ece_floor"] <= cal["ece_floor_p90"] and cal["ece_after"] <= cal["ece_floor_p90"]
+    report = root / "report.html"
+    human = runner.invoke(cli, ["eval", "--kb", str(root), "--calibrate", "--report", str(report)])
+    assert human.exit_code == 0, human.output
+    floor_line = f"on {out['source']['questions']} questions a perfectly calibrated confidence shows ECE"
+    assert floor_line in human.output and floor_line in report.read_text()
     assert cal["prior"] is not None  # shrunk towards the calibration shipped for the embedder
     saved = json.loads((root / "golden" / "calibration.json").read_text())
     assert saved["embedder"] == example_kb.config.embedder_id and saved["features"] == list(C.FEATURES)

@@ -34,7 +34,9 @@ from .core import _Progress, echo_json, json_option, kb_option, open_kb
 @click.option("--limit", type=click.IntRange(1), help="Evaluate a random sample of N questions.")
 @click.option("--seed", default=0, show_default=True, help="Seed of --limit's sample and the folds.")
 @click.option("--calibrate", is_flag=True,
-              help="Fit the confidence calibration and write it to the KB (golden/calibration.json).")
+              help="Fit the confidence calibration and write it to the KB (golden/calibration.json); "
+                   "its held-out ECE is printed beside what sampling noise alone gives on that many "
+                   "questions.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(2),
               help="Folds for the held-out calibration error.")
 @click.option("--calibration-out", type=click.Path(dir_okay=False, path_type=Path),
@@ -406,6 +408,10 @@ def _print_human(run: Any) -> None:
             f"the top {run.k}); held-out ECE {before} -> {fit.ece_after:.3f} ({fit.folds} folds; "
             f"before = {fit.before_label}); written to {run.calibration_path}"
         )
+        if fit.floor is not None:
+            from ..evaluation.calibration import floor_sentence
+
+            click.echo(f"  {floor_sentence(fit.floor, len(fit.labels), fit.ece_after)}")
         if fit.in_force_ece is not None:
             click.echo(f"  (the calibration in force during the run: ECE {fit.in_force_ece:.3f}, "
                        "in-sample if it was fitted on these questions)")

@@ -336,6 +336,52 @@ def expected_calibration_error(p: Sequence[float], y: Sequence[float], bins: int
     ))
 
 
+#: The per-set ECE a calibration aims at: the target an :func:`ece_floor` is read against.
+ECE_TARGET = 0.05
+
+
+@dataclass(frozen=True)
+class EceFloor:
+    """What ten-bin ECE a *perfectly* calibrated confidence shows on one set of predictions."""
+
+    mean: float  #: on average over the draws
+    p90: float  #: one time in ten it is at least this (noise alone can reach it)
+    within_target: float  #: how often it is at most :data:`ECE_TARGET`
+
+
+def ece_floor(p: Sequence[float], bins: int = 10, draws: int = 1000, seed: int = 0) -> EceFloor:
+    """The ECE sampling noise alone gives these predictions: read a small set's ECE against it.
+
+    Outcomes are drawn as Bernoulli(p) for the same predictions, so the
+    confidence is calibrated by construction. Ten-bin ECE on a golden set of
+    30-100 questions is biased upwards by that noise (often 0.06-0.10), so a
+    KB's held-out ECE is compared with this floor, not with zero. Seeded:
+    the same predictions always give the same floor.
+    """
+    pa = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    if len(pa) == 0:
+        raise CalibrationError("an ECE floor needs at least one prediction")
+    idx = np.minimum((pa * bins).astype(int), bins - 1)
+    onehot = np.zeros((len(pa), bins))
+    onehot[np.arange(len(pa)), idx] = 1.0
+    counts = onehot.sum(axis=0)
+    used = counts > 0
+    mean_p = (pa @ onehot)[used] / counts[used]
+    ys = (np.random.default_rng(seed).random((draws, len(pa))) < pa).astype(np.float64)
+    rates = (ys @ onehot)[:, used] / counts[used]
+    eces = (np.abs(rates - mean_p) * (counts[used] / len(pa))).sum(axis=1)
+    return EceFloor(float(eces.mean()), float(np.quantile(eces, 0.9)),
+                    float((eces <= ECE_TARGET + 1e-12).mean()))
+
+
+def floor_sentence(floor: EceFloor, n: int, ece: float) -> str:
+    """One sentence that reads a set's ECE against its floor, for ``pnk eval`` and its report."""
+    verdict = ("within what noise alone gives" if ece <= floor.p90
+               else "above what noise alone gives: the confidence is off on this KB")
+    return (f"on {n} questions a perfectly calibrated confidence shows ECE {floor.mean:.3f} on "
+            f"average and {floor.p90:.3f} one time in ten; {ece:.3f} is {verdict}")
+
+
 def reliability_bins(p: Sequence[float], y: Sequence[float], bins: int = 10) -> list[dict[str, float]]:
     """Non-empty equal-width bins: range, count, mean predicted p and observed positive rate."""
     pa = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
@@ -438,6 +484,7 @@ class CalibrationFit:
     heldout: np.ndarray  # held-out P per question
     labels: np.ndarray
     folds: int
+    floor: EceFloor | None = None  # what sampling noise alone gives the held-out predictions
     in_force_ece: float | None = None  # of the calibration in force during the run (in-sample?)
 
 
@@ -482,11 +529,13 @@ def fit_calibration(
     ece_before = expected_calibration_error(before, y) if before is not None else None
     ece_after = expected_calibration_error(heldout, y)
     brier = float(np.mean((heldout - y) ** 2))
+    floor = ece_floor(heldout, seed=seed)
     meta = {
         "fitted_on": {"source": source, "questions": int(len(y)), "positives": int(y.sum())},
         "heldout": {"folds": int(min(folds, len(y))), "ece_before": _round(ece_before),
                     "before": before_label, "ece_after": _round(ece_after),
-                    "brier_after": _round(brier)},
+                    "brier_after": _round(brier), "ece_floor": _round(floor.mean),
+                    "ece_floor_p90": _round(floor.p90)},
         "l2": l2,
         "prior": prior.path.name if prior is not None and prior.path else None,  # no machine paths
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -494,7 +543,7 @@ def fit_calibration(
     cal = Calibration(embedder_id, FEATURES, mean, scale, coef, b, k=k, meta=meta,
                       lists=tuple(sorted(n for n in lists if n != "graph")), graph=graph)
     return CalibrationFit(cal, ece_before, before_label, ece_after, brier, heldout, y,
-                          int(min(folds, len(y))))
+                          int(min(folds, len(y))), floor)
 
 
 def _round(v: float | None) -> float | None:

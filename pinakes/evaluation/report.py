@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import reliability_bins
+from .calibration import floor_sentence, reliability_bins
 from .golden import CLASSES
 from .metrics import CURVE_KS, recall_curve
 from .runner import EvalRun
@@ -168,6 +168,8 @@ def render_html(run: EvalRun, reliability: tuple[Sequence[float], Sequence[float
                          f"({_e(fit.before_label)}) → <b>{fit.ece_after:.3f}</b> calibrated; "
                          f"{len(fit.labels)} questions, {int(fit.labels.sum())} with the evidence in "
                          f"the top {run.k}. Written to {_e(run.calibration_path)}.</p>")
+            if fit.floor is not None:
+                parts.append(f"<p>{_e(floor_sentence(fit.floor, len(fit.labels), fit.ece_after))}</p>")
         parts.append("</div><p class=meta>Bars: observed share of questions whose top-k held the "
                      "evidence, per bin of predicted probability (label: count); dots: mean "
                      "prediction vs observed rate; dashed: perfect calibration.</p>")

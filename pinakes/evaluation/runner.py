@@ -257,6 +257,8 @@ class EvalRun:
                 "ece_before": _r(fit.ece_before), "before": fit.before_label,
                 "ece_after": _r(fit.ece_after), "brier_after": _r(fit.brier_after),
                 "in_force_ece": _r(fit.in_force_ece),
+                "ece_floor": _r(fit.floor.mean) if fit.floor else None,
+                "ece_floor_p90": _r(fit.floor.p90) if fit.floor else None,
                 "prior": fit.calibration.meta.get("prior"), "l2": fit.calibration.meta.get("l2"),
             }
         return out
