@@ -56,7 +56,12 @@ already holds, IDF from the search's own cache):
     token counts half) is 0 for an answer and large for a near miss: "What
     font size do I use in VS Code?" against "I use VS Code ... with JetBrains
     Mono font" (no number anywhere near), "What is the name of the cat ..."
-    against "I also have a cat that likes to visit" (no name). The feature
+    against "I also have a cat that likes to visit" (no name). The noun that
+    names the kind ("name", "time", "colour": :func:`kind_word`) keeps its
+    share of the question but matches no sentence to it, and when no sentence
+    of the top hits holds an asked word at all, the typed gap is the asked
+    gap: "What's my accountant's name?" is not answered by "each file name
+    starts with the date". The feature
     ramps from 0 at a gap of :data:`TYPED_GAP_FROM` (a stray word) to 1 at
     :data:`TYPED_GAP_FULL` (a main content word of the question).
 
@@ -412,6 +417,36 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
+#: "what is the <noun phrase> of ...", "what's my accountant's name": the phrase whose head
+#: says the answer's kind.
+_WHAT_IS = re.compile(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?"
+                      r"\s*(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|that|which|who|i|you|we)\b"
+                      r"|[?,]|$)")
+#: "what time are my lessons", "which font does ...": the wh-word's own noun phrase.
+_WHAT_NOUN = re.compile(r"(what|which)\s+(.*?)(?=\s+" + _AUX + r"\b|\s+(?:of|in|on|for|at|from|to|"
+                        r"by|with)\b|[?,]|$)")
+
+
+def kind_word(query: str) -> str | None:
+    """The noun of the question that names its answer's kind ("name", "time", "colour"), if any.
+
+    "What's my accountant's name?": the answer is a name, and a sentence that
+    says "name" is no closer to it than one that does not (the answer token
+    stands in for the word). :func:`typed_gap` therefore does not let this word
+    decide which sentence matches the question.
+    """
+    low = _CONTRACTED.sub(r"\1 is", query.strip().lower().replace("’", "'"))
+    for wh in _WH.finditer(low):
+        if not _is_head(low, wh.start()):
+            continue
+        main = low[wh.start():]
+        m = _WHAT_IS.match(main) or _WHAT_NOUN.match(main)
+        head = [w for w in m.group(2).split() if w not in STOPWORDS] if m else []
+        if head and _noun_kind(head) is not None:
+            return head[-1]
+    return None
+
+
 def _is_head(text: str, pos: int) -> bool:
     """Is the wh-word at ``pos`` its clause's head ("in which city"), not embedded ("decide how")?"""
     before = re.split(r"[,;:.?!(]|\b(?:and|or|but)\b", text[:pos])[-1].split()
@@ -536,13 +571,10 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
         return PLACE, (BY_PREPOSITION,)
     if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
         return WEEKDAY, ()  # a day of the week is one of seven words, not any date
-    m = re.match(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?\s*"
-                 r"(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|that|which|who|i|you|we)\b|[?,]|$)",
-                 main)
+    m = _WHAT_IS.match(main)
     if m:
         return _noun_kind(m.group(2).split()), ()
-    m = re.match(r"(what|which)\s+(.*?)(?=\s+" + _AUX + r"\b|\s+(?:of|in|on|for|at|from|to|by|"
-                 r"with)\b|[?,]|$)", main)
+    m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
         if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
@@ -724,6 +756,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     frozen = frozenset(asked)
     about_asker = bool(_ASKER.search(query))
     mass = sum(idf.get(t, 0.0) for t in terms) or 1.0
+    # The kind's own noun keeps its share of the question but matches no sentence to it:
+    # "my accountant's name" is not found in a sentence that only says "name".
+    kind_noun = kind_word(query)
+    idf = {t: 0.0 if t == kind_noun else v for t, v in idf.items()}
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
     # Per hit: its sentences, whether its context is typed, each sentence's paragraph and turn.
@@ -992,6 +1028,10 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns,
                                         dated=lambda h: note_dated(conn, h.path), speakers=speakers)
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
+    if kind is not None and not near_terms:
+        # No sentence of the top hits holds an asked word: no token there can stand in for
+        # the missing part, so what is missing is the typed gap too.
+        typed = gap
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
         # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the

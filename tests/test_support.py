@@ -37,6 +37,7 @@ from pinakes.support import (
     answer_type,
     assess_search,
     holds_typed,
+    kind_word,
     known_names,
     sentence_turns,
     sentences,
@@ -622,6 +623,40 @@ def test_in_a_chat_log_the_askers_own_turn_holds_the_fact(make_kb: Any) -> None:
     near, x_near = support_of(kb2, question)
     assert x_near[FEATURES.index("typed_missing")] == 1.0
     assert near.reason() == "found 'vitamin', but no number near it"
+
+
+PHOTO_CHAT = """
+    # Chat session 13
+
+    **User:** I renamed my holiday photos so each file name starts with the date, like
+    `2024-04-25_harbour.jpg`. Can a script do the rest?
+
+    **Assistant:** Yes: read each photo's timestamp and rename it to that stamp.
+    """
+
+
+def test_the_word_that_names_the_answers_kind_does_not_find_the_sentence(make_kb: Any) -> None:
+    """"What's my accountant's name?": a sentence that only says "name" (beside a file name)
+    is no answer, and with no sentence holding "accountant" the name is missing too."""
+    assert [kind_word(q) for q in ("What's my accountant's name?", "What time are my lessons?",
+                                   "What colour is the van?", "Which font does it use?")] == [
+        "name", "time", "colour", None]
+    question = "What's my accountant's name?"
+    kb = make_kb({**COFFEE, "chats/session-13.md": PHOTO_CHAT}, name="accountant-near")
+    kb.sync()
+    near, x_near = support_of(kb, question)
+    assert near.expects == NAME and near.unsupported == ["accountant"]
+    assert x_near[FEATURES.index("typed_missing")] > 0.5
+    assert near.reason() == "found 'name', nothing on 'accountant'"
+    told = PHOTO_CHAT + "\n    **User:** My accountant, Dana Whitfield, files our taxes every April.\n"
+    kb2 = make_kb({**COFFEE, "chats/session-13.md": told}, name="accountant-told")
+    kb2.sync()
+    found, x_found = support_of(kb2, question)
+    assert found.expects == NAME and x_found[FEATURES.index("typed_missing")] == 0.0
+    answered = kb2.search(question)
+    assert answered.confidence is not None and not answered.abstained
+    refused = kb.search(question)
+    assert refused.abstained and refused.reason == near.reason()
 
 
 # --- who said it: a conversation between named people ------------------------------------
