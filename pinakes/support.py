@@ -331,7 +331,11 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|<[^>\s]+>")
 _ITEM = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\||#)")
 # A list item's or a diary line's marker ("- ", "2. ", "(8) "): its next word opens a sentence.
 _MARKER = re.compile(r"^(?:[-*+]|\d+[.)]|\(\d+\))\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+#: Abbreviations whose period ends no sentence ("Mr. Okafor", "e.g. Zotero").
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Prof", "Mt", "vs", "e.g", "i.e")
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
+                           + r"\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+_ABBREVIATED = re.compile(r"\b(" + "|".join(re.escape(a) for a in _ABBREVIATIONS) + r")\.", re.IGNORECASE)
 
 
 #: "... did I / have we ...": the question counts the asker's own doings.
@@ -405,6 +409,10 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
+#: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
+_DURATIONS = frozenset("""finish race lap running completion response load loading build compile
+    boot startup wait waiting travel commute cooking baking flight driving render rendering
+    processing""".split())
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 
@@ -427,6 +435,13 @@ _WHAT_NOUN = re.compile(r"(what|which)\s+(.*?)(?=\s+" + _AUX + r"\b|\s+(?:of|in|
                         r"by|with)\b|[?,]|$)")
 
 
+def _normal(query: str) -> str:
+    """The question as the wh-readers see it: lower case, "what's" as "what is", and
+    abbreviations without their period ("Mr. Okafor's" is no second sentence)."""
+    low = _CONTRACTED.sub(r"\1 is", query.strip().lower().replace("’", "'"))
+    return _ABBREVIATED.sub(r"\1", low)
+
+
 def kind_word(query: str) -> str | None:
     """The noun of the question that names its answer's kind ("name", "time", "colour"), if any.
 
@@ -435,7 +450,7 @@ def kind_word(query: str) -> str | None:
     stands in for the word). :func:`typed_gap` therefore does not let this word
     decide which sentence matches the question.
     """
-    low = _CONTRACTED.sub(r"\1 is", query.strip().lower().replace("’", "'"))
+    low = _normal(query)
     for wh in _WH.finditer(low):
         if not _is_head(low, wh.start()):
             continue
@@ -460,6 +475,8 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     h = head[-1]
     if h in _MEASURE or _METRIC_AT.fullmatch(h):
         return QUANTITY
+    if h in ("time", "times") and len(head) > 1 and head[-2] in _DURATIONS:
+        return QUANTITY  # "my finish time", "the build time": a span ("1:52:10", "40 minutes")
     if h in _DATE_NOUNS:
         return DATE
     if h in _PLACE_NOUNS:
@@ -495,8 +512,7 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     question behind a context sentence ("X did Y in 2019. How many ...?": its
     top hits serve the context, not the asked fact).
     """
-    low = query.strip().lower().replace("’", "'")
-    low = _CONTRACTED.sub(r"\1 is", low)  # "What's the name of ...": "what is the name of ..."
+    low = _normal(query)  # "What's the name of ...": "what is the name of ..."
     if re.search(r"[.?!;:]\s+\S", low.rstrip("?!. ")):
         return None, ()
     if re.match(_AUX + r"\b", low) and _WH.search(low):

@@ -382,6 +382,12 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     # "Where did X place / finish": a rank, not a place.
     ("Where did Tomas place in his first bouldering competition?", None),
     ("Where did I place my keys?", PLACE),
+    # An abbreviation's period ends no sentence; a span's "time" asks for a number.
+    ("What's Mr. Okafor's first name?", NAME),
+    ("Which street did Dr. Patel move to?", PLACE),
+    ("What was my finish time in the Turkey Trot?", QUANTITY),
+    ("What is the build time of the crate?", QUANTITY),
+    ("What time are my guitar lessons?", DATE),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
     assert answer_type(question)[0] == kind
@@ -558,6 +564,9 @@ def test_sentences_join_wrapped_lines_and_split_list_items() -> None:
             "- [Aeron](https://example.org/aeron) chair\n- Sayl chair\n> quoted line")
     assert sentences(text) == ["A French press is a carafe with a plunger.", "It steeps coffee.",
                                "[Aeron] chair", "Sayl chair quoted line"]
+    # "Mr.", "Dr.", "e.g." end no sentence; a full stop before a capital still does.
+    assert sentences("I met Mr. Okafor today. He teaches maths, e.g. Algebra. Dr. Patel came.") == [
+        "I met Mr. Okafor today.", "He teaches maths, e.g. Algebra.", "Dr. Patel came."]
 
 
 KETTLE = """
