@@ -411,6 +411,11 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
+#: Marks a span's units: a clock reading ("1:58:42") answers too.
+SPAN = "span"
+#: What answers "my finish time", "the build time": a duration.
+SPAN_UNITS = (SPAN, "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes",
+              "h", "hr", "hrs", "hour", "hours")
 #: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
 _DURATIONS = frozenset("""finish race lap running completion response load loading build compile
     boot startup wait waiting travel commute cooking baking flight driving render rendering
@@ -591,15 +596,24 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
         return WEEKDAY, ()  # a day of the week is one of seven words, not any date
     m = _WHAT_IS.match(main)
     if m:
-        return _noun_kind(m.group(2).split()), ()
+        kind = _noun_kind(m.group(2).split())
+        return kind, _span_units(m.group(2).split(), kind)
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
         if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
                 and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
-        return kind, ()
+        return kind, _span_units(m.group(2).split(), kind)
     return None, ()
+
+
+def _span_units(words: Sequence[str], kind: str | None) -> tuple[str, ...]:
+    """A span's units ("my finish time": "1:58:42", "27 minutes"), else none."""
+    head = [w for w in words if w not in STOPWORDS]
+    if kind == QUANTITY and head and head[-1] in ("time", "times"):
+        return SPAN_UNITS
+    return ()
 
 
 def sentences(text: str) -> list[str]:
@@ -645,7 +659,7 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:
                 continue
-            if not units:
+            if not units or SPAN in units and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
             suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)

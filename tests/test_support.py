@@ -409,6 +409,12 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     guests = answer_type("How many guests are coming for dinner?")[1]
     assert holds_typed(QUANTITY, "We're hosting dinner for 8 people this year.", frozenset(), guests)
     assert not holds_typed(QUANTITY, "We're hosting dinner for 8 hours this year.", frozenset(), guests)
+    # A finish time is a span: a clock reading or a duration, not the race's distance or day.
+    span = answer_type("What was my finish time in the Turkey Trot?")[1]
+    assert holds_typed(QUANTITY, "I finished the half in 1:58:42.", frozenset(), span)
+    assert holds_typed(QUANTITY, "I crossed the line after 27 minutes.", frozenset(), span)
+    assert holds_typed(QUANTITY, "It took me an hour.", frozenset(), span)
+    assert not holds_typed(QUANTITY, "I ran the Turkey Trot 5K on November 28.", frozenset(), span)
 
 
 def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
