@@ -70,9 +70,7 @@ already holds, IDF from the search's own cache):
     whether the asked part is said of the person the question names, or only
     by the other speaker of themselves (:func:`speaker_gap`): "What did Ines
     realise after her charity 10K?" against Tomas's "I ran the charity 10K and
-    realised ...". The same for someone the speakers only talk about: "What
-    was Marcus's finish time?" against the user's "I finished in 1:58:42".
-    Ramped like ``typed_missing``; 0 on any other KB.
+    realised ...". Ramped like ``typed_missing``; 0 on any other KB.
 
 All four go to the calibrator (:mod:`pinakes.evaluation.calibration`), which
 decides what they are worth; :meth:`Support.reason` turns them into the
@@ -922,11 +920,6 @@ def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
     return out
 
 
-#: A third person's pronoun: "I adopted him", "their party is on the 17th" tell of someone else.
-_THIRD = re.compile(r"\b(?:he|she|they|him|her|his|hers|them|their|theirs|he's|she's|they're)\b",
-                    re.IGNORECASE)
-
-
 def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
                 patterns: dict[str, re.Pattern[str]]) -> tuple[float, str | None, str | None, set[str]]:
     """Do the hits hold the asked part for the person asked about, or only for the other one?
@@ -944,17 +937,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     kitten?") states nothing of theirs either; a name that only calls someone
     ("Thanks, Tomas!") is not about them. The gap is the asked part's best
     share (of its IDF mass) in the other speakers' words about themselves
-    minus its best share in words about the person asked about.
-
-    The person may also be someone the speakers only talk about ("my running
-    buddy Marcus", a pet, a child): "What was Marcus's finish time?" against the
-    user's "I finished the half in 1:58:42. Marcus waited at the finish." A
-    speaker's first-person statement is then the speaker's own unless it speaks
-    of someone else ("I adopted *him*") or asks; a sentence naming the person, or
-    one with a third person's pronoun right after it ("How is Mateo?" / "He
-    joined the chess club."), is theirs. 0 when the question names no speaker
-    and no one else the hits mention, or two (one of them is then the subject,
-    the other the object), or is about the asker ("my", "I": a user's own log).
+    minus its best share in words about the person asked about. 0 when the question names no speaker, or
+    two (one of them is then the subject, the other the object), or is about
+    the asker ("my", "I": a user's own log).
     Returns ``(gap, speaker, said_by, the asked terms said_by's sentence holds)``.
     """
     none: tuple[float, str | None, str | None, set[str]] = (0.0, None, None, set())
@@ -969,25 +954,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     if len(speakers) < 2:
         return none
     named = [w for w in speakers if w.split()[0] in written]
-    participant = len(named) == 1
-    if participant:
-        person = named[0]
-    else:
-        # Someone the speakers talk about ("my running buddy Marcus", a pet): what a speaker
-        # tells of themselves ("I finished the half in 1:58:42") is not that one's fact.
-        if named:
-            return none
-        hay = "\n".join(h.text for h in hits)
-        firsts = {w.split()[0] for w in speakers}
-        others = [w for w in dict.fromkeys(
-            (w[:-2] if w.endswith("'s") else w.rstrip("'")) for i, w in enumerate(words)
-            if w[:1].isupper() and (i > 0 or w.endswith("'s")))
-            if len(w) > 1 and w.lower() not in STOPWORDS and w not in firsts
-            and w.lower() not in _MONTHS and w.lower() not in _DAYS
-            and re.search(r"\b" + re.escape(w) + r"\b", hay)]
-        if len(others) != 1:
-            return none
-        person = others[0]
+    if len(named) != 1:
+        return none
+    person = named[0]
     own = {t.lower() for t in person.split()}
     asked = [t for t in terms if t not in own]
     mass = sum(idf.get(t, 0.0) for t in asked)
@@ -1003,33 +972,26 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     for hit_turns in per_hit:
         # "You" is the one spoken to only between two people; in a group it may be anyone.
         pair = len({who for who, _ in hit_turns if who}) <= 2
-        recent = False  # the sentence before named the person talked about
         for who, words_said in hit_turns:
             in_turn = [t for t in asked if patterns[t].search(words_said)] if who else []
-            if not in_turn and (participant or not who):
+            if not in_turn:
                 continue  # no speaker, or no asked word anywhere in the turn
             for sent in sentences(words_said):
-                calls = len(calling.findall(sent))
-                names = len(mention.findall(sent)) > calls
-                # "How is Mateo doing?" / "He joined the chess club.": a pronoun right
-                # after the person is named speaks of them.
-                refers = not participant and recent and bool(_THIRD.search(sent))
-                recent = names or refers
                 got = {t for t in in_turn if patterns[t].search(sent)}
                 if not got:
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
                 first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
-                if names or refers or (calls and second and not first):
+                calls = len(calling.findall(sent))
+                if len(mention.findall(sent)) > calls or (calls and second and not first):
                     best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")
                 elif who == person:
                     # Their own words, unless they ask ("how's the kitten?" states nothing).
                     if first and not _asks(sent):
                         best_x = max(best_x, share)
-                elif participant and pair and second and not first:
+                elif pair and second and not first:
                     best_x = max(best_x, share)  # said to them
-                elif first and who in speakers and share > best_other and (
-                        participant or not (_THIRD.search(sent) or _asks(sent))):
+                elif first and who in speakers and share > best_other:
                     best_other, other, said = share, who, got
     gap = max(0.0, best_other - best_x)
     return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())

@@ -803,30 +803,6 @@ def test_a_note_dated_by_front_matter_or_file_name_dates_what_it_tells(make_kb: 
     assert wished.typed_gap > 0.0
 
 
-def test_what_a_speaker_tells_of_themselves_is_not_a_third_persons_fact() -> None:
-    """"What was Marcus's finish time?" against the user's "I finished the half in 1:58:42.
-    Marcus waited at the finish.": the time is the user's. A pronoun right after the person
-    is named ("How is Mateo?" / "He joined the chess club.") speaks of them."""
-    chat = ("**User:** I did it! I finished the half on Sunday in 1:58:42. Marcus waited at the"
-            " finish with a bagel.\n\n**Assistant:** Congratulations on the half! Rest well.\n\n"
-            "**User:** Thanks. My calves are sore.\n\n**Assistant:** Stretch gently.\n")
-    gap, person, said_by, said = speaker_gap_of("What was Marcus's finish time in the half?", chat)
-    assert (person, said_by) == ("Marcus", "User") and gap > 0.3 and said == {"finish", "half"}
-    # Told of Marcus, by name or by a pronoun right after his name: his fact.
-    told = chat.replace("Marcus waited at the finish with a bagel.",
-                        "Marcus ran with me. He crossed the finish of the half in 1:41:10.")
-    assert speaker_gap_of("What was Marcus's finish time in the half?", told)[0] == 0.0
-    school = ("**Ines:** How is Mateo doing at school?\n\n**Tomas:** He joined the chess club.\n\n"
-              "**Ines:** Lovely.\n\n**Tomas:** My book club picked a novel in October.\n")
-    assert speaker_gap_of("What club did Mateo join?", school)[0] == 0.0
-    # A first-person sentence that speaks of someone else ("I adopted him"), or asks, is no
-    # teller's own fact; a month is no person.
-    pet = ("**Ines:** I named him Pistachio.\n\n**Tomas:** Tiny!\n\n**Ines:** It rained all week."
-           " I adopted him when he weighed 1.2 kilos.\n\n**Tomas:** Should I weigh the dog?\n")
-    assert speaker_gap_of("How much did Pistachio weigh?", pet)[0] == 0.0
-    assert speaker_gap_of("What's the October book club book?", school)[1] is None
-
-
 def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any) -> None:
     kb = make_kb({**COFFEE, **FRIENDS}, name="friends")
     kb.sync()
