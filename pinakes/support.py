@@ -409,6 +409,10 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
+#: Marks "what time": only a clock reading answers ("4:30", "9 am", "at noon").
+CLOCK = "clock"
+_CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)"
+                    r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)
 #: Marks a span's units: a clock reading ("1:58:42") answers too.
 SPAN = "span"
 #: What answers "my finish time", "the build time": a duration.
@@ -595,22 +599,29 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
     m = _WHAT_IS.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
-        return kind, _span_units(m.group(2).split(), kind)
+        return kind, _span_units(m.group(2).split(), kind, main)
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
         if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
                 and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
-        return kind, _span_units(m.group(2).split(), kind)
+        return kind, _span_units(m.group(2).split(), kind, main)
     return None, ()
 
 
-def _span_units(words: Sequence[str], kind: str | None) -> tuple[str, ...]:
-    """A span's units ("my finish time": "1:58:42", "27 minutes"), else none."""
+def _span_units(words: Sequence[str], kind: str | None, main: str) -> tuple[str, ...]:
+    """What a "time" asks for: a span's units ("my finish time": "1:58:42", "27 minutes"),
+    a clock reading ("what time is my check-up": "4:30", "at noon"), else nothing."""
     head = [w for w in words if w not in STOPWORDS]
-    if kind == QUANTITY and head and head[-1] in ("time", "times"):
+    if not head or head[-1] not in ("time", "times"):
+        return ()
+    if kind == QUANTITY:
         return SPAN_UNITS
+    if kind == DATE and len(head) == 1 and not re.search(r"\btime\s+of\s+(?:the\s+)?(?:year|month|"
+                                                           r"week|season)\b", main):
+        # A clock reading; the note's own date ("2024-02-19-session-02.md") is not one.
+        return (CLOCK, UNDATED_CONTEXT)
     return ()
 
 
@@ -678,6 +689,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             elif i + 1 < len(words) and _singular(words[i + 1]) in {_singular(u) for u in units}:
                 return True  # "fifteen grams", "a day", "an hour"
         return False
+    if kind == DATE and CLOCK in units:
+        return any(m.group(0).lower() not in asked for m in _CLOCK.finditer(text))
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
             return True
@@ -765,6 +778,10 @@ def note_dated(conn: Any, path: str) -> bool:
         return False
     return isinstance(meta, dict) and any(
         holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
+
+
+#: A pronoun that points back to what the sentence before spoke of.
+_BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -861,10 +878,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             if not holds(hi, k):
                 continue
             # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in the
-            # same paragraph (or the teller's same story) holds asked words of its own, the
-            # two answer together.
+            # same paragraph (or the teller's same story) holds asked words of its own, or
+            # is the next sentence and points back ("My shoes are Saucony Rides. I bought
+            # *them* for $140."), the two answer together.
             both = matched[hi, si] | matched[hi, k]
-            own = (both != matched[hi, si] and (told or paragraph[k] == paragraph[si])
+            back = k == si + 1 and bool(_BACK.search(sents[k]))
+            own = ((both != matched[hi, si] or back) and (told or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
             best_typed = max(best_typed, own or (NEIGHBOUR_CREDIT * share if near else 0.0))
     return kind, max(0.0, best_all - best_typed), best_terms

@@ -142,10 +142,19 @@ def verb_forms(term: str) -> tuple[str, ...]:
     return ()
 
 
+#: A title's or an address's usual short form, both ways: "my doctor" is "Dr. Okonkwo".
+_SHORT_FORMS: dict[str, tuple[str, ...]] = {
+    "doctor": ("dr",), "doctors": ("dr",), "dr": ("doctor", "doctors"),
+    "professor": ("prof",), "prof": ("professor",),
+    "avenue": ("ave",), "ave": ("avenue",), "mount": ("mt",), "mt": ("mount",),
+}
+
+
 @functools.lru_cache(maxsize=4096)
 def term_pattern(term: str) -> re.Pattern[str]:
     """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked",
-    and an irregular verb's other forms, so "pay" finds "paid".
+    an irregular verb's other forms, so "pay" finds "paid", and a title's short form, so
+    "doctor" finds "Dr. Okonkwo".
 
     Cached: the search's coverage weights and the confidence's support check
     (pinakes.support) match the same query terms in the same search.
@@ -160,7 +169,7 @@ def term_pattern(term: str) -> re.Pattern[str]:
     lit = re.escape(stem)
     pattern = lit + r"(?<![^\W_]" + lit + ")"
     # "pay" finds "paid", "bought" finds "buy": an irregular verb's other forms, whole.
-    others = [f for f in verb_forms(term) if not f.startswith(stem)]
+    others = [f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if not f.startswith(stem)]
     if others:
         pattern = f"(?:{pattern}|\\b(?:{'|'.join(map(re.escape, others))})\\b)"
     return re.compile(pattern, re.IGNORECASE)

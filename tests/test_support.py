@@ -426,6 +426,25 @@ def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
     assert not holds_typed(WEEKDAY, "The club met on 3 June 2024.", none)
 
 
+def test_what_time_wants_a_clock_reading_not_the_notes_date() -> None:
+    """"What time is my check-up?" against a dated session's "back for a check-up in six
+    weeks": a date, not a time of day. "What time of year" still takes any date."""
+    kind, units = answer_type("What time is my check-up?")
+    assert kind == DATE and holds_typed(kind, "Lessons are on Thursdays at 4:30.", frozenset(), units)
+    assert holds_typed(kind, "The train leaves at 9 am.", frozenset(), units)
+    assert not holds_typed(kind, "She wants me back for a check-up in six weeks.", frozenset(), units)
+    assert answer_type("What time of year do we go?") == (DATE, ())
+    question = "What time is my check-up?"
+    terms = ["time", "check"]
+    patterns = {t: term_pattern(t) for t in terms}
+    hit = SimpleNamespace(title="Chat session 2", heading_path=[], path="2024-02-19-session-02.md",
+                          text="She also wants me back for a check-up in six weeks.")
+    dated = lambda h: True  # noqa: E731 - the session's file name dates it
+    assert typed_gap(question, [hit], terms, {t: 1.0 for t in terms}, patterns, dated=dated)[1] > 0.3
+    hit.text = "My check-up is on March 4 at 10:15."
+    assert typed_gap(question, [hit], terms, {t: 1.0 for t in terms}, patterns, dated=dated)[1] == 0.0
+
+
 def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> None:
     """"When did I ..." is answered by a chat session's or a journal day's own date; "when is
     my sister's wedding" is not, unless the sentence counts from it ("this weekend")."""
@@ -456,6 +475,9 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     ("pay", ["I paid $180 for it", "paying rent"], ["a paidless", "the papers"]),
     ("bought", ["we buy bread", "I bought it"], ["a boundary"]),
     ("went", ["I go there", "we went to Lisbon", "it's gone"], ["a goal"]),
+    # A title's short form, both ways.
+    ("doctor", ["I saw Dr. Okonkwo on Friday", "my doctors"], ["I drove", "a drum"]),
+    ("dr", ["my doctor said so"], ["the doc"]),
 ])
 def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
                                                        misses: list[str]) -> None:
@@ -476,6 +498,16 @@ def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
     hit.text = "Ines bought a secondhand pottery wheel from a retired teacher.\n\nI paid $260 for it."
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.4)
+    # The next sentence that points back ("them": the shoes) answers with it, though it holds
+    # no asked word; one that does not point back earns half.
+    question = "How much did my running shoes cost?"
+    terms = ["running", "shoes", "cost"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    hit.text = "My running shoes are Saucony Rides. I bought them in January for $140."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    hit.text = "My running shoes are Saucony Rides. I bought a hat in January for $140."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(1 / 3)
 
 
 def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
