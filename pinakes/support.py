@@ -41,7 +41,8 @@ already holds, IDF from the search's own cache):
     of token its answer is (:func:`answer_type`): a quantity ("how many",
     "what size", "what MRR@10"), a date ("when was", "which release"), a name
     ("who", "what is the name of", "which X"), a place ("where", "in which
-    city"), a colour or a day of the week (closed classes), or nothing
+    city"), a colour or a day of the week (closed classes), a clock reading
+    ("what time") or a span ("my finish time"), or nothing
     checkable ("why", "how do I", yes/no, two questions of different kinds in
     one; two of one kind are checked as that kind). The
     top hits are read sentence by sentence; the sentence that matches the
@@ -511,7 +512,9 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     name; "which <noun>" -> a name (an instance of the noun: "Which font ..."
     -> "JetBrains Mono"), unless it offers a choice ("X or Y") or names a kind
     of common nouns ("which hobby"); "how often" -> a number or a frequency
-    ("twice a week"). Anything else is not checked: "why", "how do I", "what
+    ("twice a week"); "what time" -> a clock reading ("4:30", "9 am"), which a
+    note's own date is not; "my finish time", "the build time" -> a span
+    ("58:14", "40 minutes"). Anything else is not checked: "why", "how do I", "what
     does X do", a yes/no question, a question asking two things of different
     kinds (two of one kind, "who ... and at which conference", are read as that
     kind), a count of the asker's own doings ("how many books did I buy": made
