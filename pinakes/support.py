@@ -276,7 +276,7 @@ _DATE_NOUNS = frozenset("year date month day time decade century era week hour s
                         "version".split())
 _PLACE_NOUNS = frozenset("""city country place town state location venue region continent address
     village county province island street neighbourhood neighborhood""".split())
-_NAME_NOUNS = frozenset({"name", "title", "nickname"})
+_NAME_NOUNS = frozenset({"name", "title", "nickname", "surname", "forename", "username"})
 _COLOUR_NOUNS = frozenset({"colour", "color", "colours", "colors"})
 #: "how many <unit>": the number must carry that unit (or its symbol) to answer.
 _UNITS: dict[str, tuple[str, ...]] = {

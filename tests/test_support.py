@@ -388,6 +388,7 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("What was my finish time in the Turkey Trot?", QUANTITY),
     ("What is the build time of the crate?", QUANTITY),
     ("What time are my guitar lessons?", DATE),
+    ("What is Maya's surname?", NAME),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
     assert answer_type(question)[0] == kind
