@@ -412,7 +412,7 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     "hobbies", "activities", "dishes", "breeds", "flavours"}
 #: Marks "what time": only a clock reading answers ("4:30", "9 am", "at noon").
 CLOCK = "clock"
-_CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)"
+_CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
                     r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)
 #: Marks a span's units: a clock reading ("1:58:42") answers too.
 SPAN = "span"

@@ -433,6 +433,8 @@ def test_what_time_wants_a_clock_reading_not_the_notes_date() -> None:
     kind, units = answer_type("What time is my check-up?")
     assert kind == DATE and holds_typed(kind, "Lessons are on Thursdays at 4:30.", frozenset(), units)
     assert holds_typed(kind, "The train leaves at 9 am.", frozenset(), units)
+    assert holds_typed(kind, "The train leaves at 9.30 p.m. sharp.", frozenset(), units)
+    assert not holds_typed(kind, "I ran 9 amazing kilometres.", frozenset(), units)
     assert not holds_typed(kind, "She wants me back for a check-up in six weeks.", frozenset(), units)
     assert answer_type("What time of year do we go?") == (DATE, ())
     question = "What time is my check-up?"
