@@ -263,6 +263,8 @@ def query_lines(explain: Mapping[str, Any]) -> list[str]:
     conf = explain.get("confidence")
     if conf:
         lines.append(_confidence_line(conf))
+        if conf.get("reader"):
+            lines.append(_reader_line(conf["reader"]))
     return lines
 
 
@@ -290,6 +292,30 @@ def _confidence_line(conf: Mapping[str, Any]) -> str:
     feats = conf.get("features")
     if feats:
         line += "; features " + ", ".join(f"{k} {_n(v, 3)}" for k, v in feats.items())
+    return line
+
+
+#: The answer kinds as a reader line says them.
+_KIND_WORDS = {"quantity": "a number", "date": "a date", "name": "a name", "place": "a place",
+               "colour": "a colour", "weekday": "a day of the week"}
+
+
+def _reader_line(reader: Mapping[str, Any]) -> str:
+    """What the confidence's reader found (pinakes.support): the answer kind it looked for,
+    the sentence whose token stands for the answer, the asked words no top hit holds."""
+    kind = reader.get("expects")
+    if kind is None:
+        line = "reader: no answer kind checked"
+    elif reader.get("answer_at"):
+        line = f"reader: expects {_KIND_WORDS.get(kind, kind)}, found in \"{reader['answer_at']}\""
+    else:
+        line = (f"reader: expects {_KIND_WORDS.get(kind, kind)}, none near the best-matching "
+                f"sentence (typed gap {_n(reader.get('typed_gap'), 2)})")
+    if reader.get("unsupported"):
+        line += "; no top hit holds " + ", ".join(f"'{w}'" for w in reader["unsupported"])
+    if reader.get("said_by") and reader.get("speaker"):
+        line += (f"; said by {reader['said_by']}, asked of {reader['speaker']} "
+                 f"(gap {_n(reader.get('speaker_gap'), 2)})")
     return line
 
 

@@ -400,6 +400,9 @@ class KB:
         if record is not None:
             record["features"] = {name: float(v) for name, v in
                                   zip(model.features, features, strict=False)}
+            support = getattr(lists, "support", None)
+            if support is not None:  # what the reader found, for "why this confidence?"
+                record["reader"] = support.to_dict()
         return float(model.predict(features))
 
     @_detects_damage

@@ -132,6 +132,7 @@ class Support:
     said_by: str | None = None  # the other speaker, whose words hold the asked part
     speaker_gap: float = 0.0  # the asked part's share in said_by's words minus in speaker's
     said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
+    answer_at: str | None = None  # the sentence whose token stands for the typed answer
 
     @property
     def typed_missing(self) -> float:
@@ -178,7 +179,13 @@ class Support:
                 "unsupported": list(self.unsupported), "unknown": list(self.unknown),
                 "asked_gap": round(self.gap, 4), "expects": self.expects,
                 "typed_gap": round(self.typed_gap, 4), "speaker": self.speaker,
-                "said_by": self.said_by, "speaker_gap": round(self.speaker_gap, 4)}
+                "said_by": self.said_by, "speaker_gap": round(self.speaker_gap, 4),
+                "answer_at": self.answer_at}
+
+
+def _clip(sentence: str, most: int = 160) -> str:
+    """A sentence short enough for an explanation line."""
+    return sentence if len(sentence) <= most else sentence[:most - 1].rstrip() + "…"
 
 
 def _gap_ramp(gap: float) -> float:
@@ -789,8 +796,10 @@ _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
-              speakers: frozenset[str] = frozenset()) -> tuple[str | None, float, set[str]]:
-    """The answer's kind, the typed gap (see the module docstring) and the best sentence's terms.
+              speakers: frozenset[str] = frozenset()
+              ) -> tuple[str | None, float, set[str], str | None]:
+    """The answer's kind, the typed gap (see the module docstring), the best sentence's terms
+    and the sentence whose token stands for the answer (None when none does).
 
     0 when the question's kind is not checkable, or when the sentence that
     matches the question best (or one as good) holds a token of that kind.
@@ -800,7 +809,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     """
     kind, units = answer_type(query, speakers)
     if kind is None or not terms:
-        return kind, 0.0, set()
+        return kind, 0.0, set(), None
     asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}
     asked |= {w.rstrip(".") for w in asked} | {w[:-2] for w in asked if w.endswith("'s")}
     frozen = frozenset(asked)
@@ -859,12 +868,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             typed[hi, si] = holds_typed(kind, per_hit[hi][0][si], frozen, units)
         return typed[hi, si]
 
-    best_typed = 0.0
+    best_typed, answer_at = 0.0, None
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
             break
         if per_hit[hi][1] or holds(hi, si):
-            best_typed = share
+            best_typed, answer_at = share, per_hit[hi][0][si]
             break
         sents, _, paragraph, turn = per_hit[hi]
         # The sentences either side; in a conversation, the teller's others in this turn and
@@ -888,8 +897,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             back = k == si + 1 and bool(_BACK.search(sents[k]))
             own = ((both != matched[hi, si] or back) and (told or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
-            best_typed = max(best_typed, own or (NEIGHBOUR_CREDIT * share if near else 0.0))
-    return kind, max(0.0, best_all - best_typed), best_terms
+            credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)
+            if credit > best_typed:
+                best_typed, answer_at = credit, sents[k]
+    return kind, max(0.0, best_all - best_typed), best_terms, answer_at
 
 
 # --- who said it: a conversation between named people ------------------------------------
@@ -1077,7 +1088,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
     speakers = frozenset(m.group(1).split()[0].lower() for h in top for m in _TURN.finditer(h.text)
                          ) if "many" in query.lower() else frozenset()
-    kind, typed, near_terms = typed_gap(query, top, terms, idf, patterns,
+    kind, typed, near_terms, answer_at = typed_gap(query, top, terms, idf, patterns,
                                         dated=lambda h: note_dated(conn, h.path), speakers=speakers)
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     if kind is not None and not near_terms:
@@ -1097,7 +1108,10 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    found=[written.get(t, t) for t in found[:3]], gap=gap,
                    expects=kind, typed_gap=typed, near=near, speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
-                   said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))])
+                   said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
+                   # Named only when the reader takes it for the answer (no typed gap left).
+                   answer_at=_clip(answer_at) if answer_at and near_terms and _gap_ramp(typed) == 0
+                   else None)
 
 
 def assess_search(kb: KB, hits: Sequence[Any], lists: Any) -> Support | None:

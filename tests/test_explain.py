@@ -176,6 +176,7 @@ def test_search_cli_explain_human_and_json(example_kb: KB) -> None:
     assert data["explain"]["lexical"]["terms"][0]["term"] == "posted"
     assert {t["term"] for t in data["explain"]["lexical"]["terms"]} >= {"hipporag", "lightrag"}
     assert set(data["explain"]["confidence"]["features"]) >= {"cos_top1", "graph_used"}
+    assert "reader:" in out and data["explain"]["confidence"]["reader"]["asked"]
     for hit in data["hits"]:
         e = hit["explain"]
         assert e["score"] == hit["score"]

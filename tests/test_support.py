@@ -621,12 +621,13 @@ KETTLE = """
 def test_a_near_miss_that_holds_every_asked_word_but_no_value(make_kb: Any) -> None:
     """The note names the kettle and its capacity, never the number: the reader sees it."""
     question = "What is the capacity of the gooseneck kettle?"
-    results = {}
+    results, roots = {}, {}
     for label, body in (("near", KETTLE), ("answered", KETTLE.replace("printed on the base", "1.2 litres"))):
         kb = make_kb({**COFFEE, "kitchen/kettle.md": body}, name=f"kettle-{label}")
         kb.sync()
         support, x = support_of(kb, question)
         results[label] = (kb.search(question), support, x)
+        roots[label] = kb.root
     near, support, x = results["near"]
     assert support.unsupported == [] and x[FEATURES.index("asked_gap")] == 0.0  # every word found
     assert support.expects == QUANTITY and x[FEATURES.index("typed_missing")] == 1.0
@@ -636,6 +637,12 @@ def test_a_near_miss_that_holds_every_asked_word_but_no_value(make_kb: Any) -> N
     assert near.confidence is not None and answered.confidence is not None
     assert answered.confidence > 0.9 and not answered.abstained
     assert near.abstained and near.reason == support.reason()
+    # --explain shows what the reader took for the answer, or that it found none.
+    assert found.answer_at == "Its capacity is 1.2 litres." and support.answer_at is None
+    for label, says in (("answered", 'reader: expects a number, found in "Its capacity is 1.2 litres."'),
+                        ("near", "reader: expects a number, none near the best-matching sentence")):
+        out = CliRunner().invoke(cli, ["search", question, "--kb", str(roots[label]), "--explain"])
+        assert out.exit_code == 0 and says in out.output, out.output
 
 
 VITAMIN_CHAT = """
