@@ -308,6 +308,13 @@ _NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten e
     annually""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
+_MONTH_NAME = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+               r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+#: A number that is part of a date: beside a month's name (capitalised: "may" is a verb),
+#: or an ISO day. Case-sensitive on purpose.
+_DATED_NUMBER = re.compile(rf"\b{_MONTH_NAME}\.?\s+\d{{1,4}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
+                           rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}\b\.?(?:,?\s+\d{{4}}\b)?"
+                           r"|\b\d{4}-\d{2}-\d{2}\b")
 #: Seasons and holidays date an event well enough ("we went in the summer", "at Christmas");
 #: "spring" and "fall" are left out (the Spring framework, to fall).
 _SEASONS = frozenset("summer winter autumn christmas easter thanksgiving halloween hanukkah "
@@ -670,6 +677,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
     if kind == QUANTITY:
+        # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
+        text = _DATED_NUMBER.sub(" ", text)
         if BY_FREQUENCY in units:  # "how often": "twice a week", "every Sunday" as well as "3x"
             if any(m.group(0).lower() not in asked for m in _FREQUENCY.finditer(text)):
                 return True

@@ -416,6 +416,11 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(QUANTITY, "I crossed the line after 27 minutes.", frozenset(), span)
     assert holds_typed(QUANTITY, "It took me an hour.", frozenset(), span)
     assert not holds_typed(QUANTITY, "I ran the Turkey Trot 5K on November 28.", frozenset(), span)
+    # A date's numbers count nothing: "August 17" is no rent, "March 2023" no font size.
+    assert not holds_typed(QUANTITY, "Moving day is August 17, and we rent a townhouse.", frozenset())
+    assert not holds_typed(QUANTITY, "Switched on 17 March 2023, then 2024-03-14.", frozenset())
+    assert holds_typed(QUANTITY, "From August 17 the rent is $1,850 a month.", frozenset())
+    assert holds_typed(QUANTITY, "You may 5 times a day.", frozenset())  # "may" is no month here
 
 
 def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
