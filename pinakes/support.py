@@ -746,11 +746,17 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
+        if w.isupper() and _AFTER_NUMBER.search(text, 0, m.start()):
+            continue  # "4,000 IU", "16 GB": a unit after its number, not a name
         if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):
             return True  # "iTerm", "TEDx", "M10P", "GPT4": a name wherever it stands
         if w[0].isupper() and not _after_stop(text, m.start()):
             return True  # "Alan" in "invented by Alan Adler"; not "The" opening a sentence
     return False
+
+
+#: Text that ends in a number and a space: what a unit follows.
+_AFTER_NUMBER = re.compile(r"\d\s?$")
 
 
 def _after_stop(text: str, pos: int) -> bool:

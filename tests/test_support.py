@@ -598,6 +598,10 @@ def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
     assert not holds_typed(NAME, "I've been enjoying the team a lot.", none)
     assert holds_typed(NAME, "It was invented by Attilio Calimani in Milan.", none)
     assert holds_typed(NAME, "My editor is iTerm.", none)
+    # A unit in capitals after its number is not a name; the same capitals elsewhere are.
+    assert not holds_typed(NAME, "My doctor bumped me up to 4,000 IU a day.", none)
+    assert not holds_typed(NAME, "The laptop has 16 GB of memory.", none)
+    assert holds_typed(NAME, "We bought the shelves at IKEA.", none)
     # What the question already says is never its answer.
     assert not holds_typed(NAME, "The French press was invented long ago.",
                            frozenset({"who", "invented", "the", "french", "press"}))
