@@ -424,6 +424,12 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
+#: "how much did it cost", "how much rent": an amount of money answers.
+MONEY = "money"
+MONEY_UNITS = (MONEY, "$", "€", "£", "usd", "eur", "gbp", "dollar", "dollars", "euro", "euros",
+               "pound", "pounds", "bucks", "cents", "k")
+_PRICED = re.compile(r"\b(?:cost|costs|price|prices|pay|paid|paying|pays|spend|spent|spending|"
+                     r"salary|rent|charge|charged|fee|fees|budget|earn|earned|earns|owe|owed)\b")
 #: Marks "what time": only a clock reading answers ("4:30", "9 am", "at noon").
 CLOCK = "clock"
 _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
@@ -528,7 +534,8 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     of common nouns ("which hobby"); "how often" -> a number or a frequency
     ("twice a week"); "what time" -> a clock reading ("4:30", "9 am"), which a
     note's own date is not; "my finish time", "the build time" -> a span
-    ("58:14", "40 minutes"). Anything else is not checked: "why", "how do I", "what
+    ("58:14", "40 minutes"); "how much did it cost / rent / salary" -> money
+    ("$499", "1,150 euros"). Anything else is not checked: "why", "how do I", "what
     does X do", a yes/no question, a question asking two things of different
     kinds (two of one kind, "who ... and at which conference", are read as that
     kind), a count of the asker's own doings ("how many books did I buy": made
@@ -594,6 +601,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
             if head in _PERSONS:
                 return QUANTITY, _PERSONS
             return QUANTITY, tuple(dict.fromkeys((head, _singular(head))))
+        if m.group(1) == "much" and _PRICED.search(main):
+            return QUANTITY, MONEY_UNITS  # "how much did it cost": "$499", "1,150 euros"
         return QUANTITY, ()
     if main.startswith("how often"):
         return QUANTITY, (BY_FREQUENCY,)
@@ -689,6 +698,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
                 continue
             if not units or SPAN in units and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
+            if MONEY in units and tok[:1] in ("$", "€", "£"):
+                return True  # "$499": the currency sign is inside the number's token
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
             suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)
             unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)

@@ -416,6 +416,12 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(QUANTITY, "I crossed the line after 27 minutes.", frozenset(), span)
     assert holds_typed(QUANTITY, "It took me an hour.", frozenset(), span)
     assert not holds_typed(QUANTITY, "I ran the Turkey Trot 5K on November 28.", frozenset(), span)
+    # "How much did it cost" wants money: a currency sign or word, not the trip's nights.
+    money = answer_type("How much did the Japan trip cost?")[1]
+    assert holds_typed(QUANTITY, "It was $499 at Harmony Music.", frozenset(), money)
+    assert holds_typed(QUANTITY, "The flat was 1,150 euros for the week.", frozenset(), money)
+    assert not holds_typed(QUANTITY, "Tokyo (5 nights), then Kyoto (6).", frozenset(), money)
+    assert answer_type("How much weight did I lose?")[1] == ()
     # A date's numbers count nothing: "August 17" is no rent, "March 2023" no font size.
     assert not holds_typed(QUANTITY, "Moving day is August 17, and we rent a townhouse.", frozenset())
     assert not holds_typed(QUANTITY, "Switched on 17 March 2023, then 2024-03-14.", frozenset())
