@@ -295,21 +295,18 @@ def _confidence_line(conf: Mapping[str, Any]) -> str:
     return line
 
 
-#: The answer kinds as a reader line says them.
-_KIND_WORDS = {"quantity": "a number", "date": "a date", "name": "a name", "place": "a place",
-               "colour": "a colour", "weekday": "a day of the week"}
-
-
 def _reader_line(reader: Mapping[str, Any]) -> str:
     """What the confidence's reader found (pinakes.support): the answer kind it looked for,
     the sentence whose token stands for the answer, the asked words no top hit holds."""
+    from .support import KIND_NOUN
+
     kind = reader.get("expects")
     if kind is None:
         line = "reader: no answer kind checked"
     elif reader.get("answer_at"):
-        line = f"reader: expects {_KIND_WORDS.get(kind, kind)}, found in \"{reader['answer_at']}\""
+        line = f"reader: expects a {KIND_NOUN.get(kind, kind)}, found in \"{reader['answer_at']}\""
     else:
-        line = (f"reader: expects {_KIND_WORDS.get(kind, kind)}, none near the best-matching "
+        line = (f"reader: expects a {KIND_NOUN.get(kind, kind)}, none near the best-matching "
                 f"sentence (typed gap {_n(reader.get('typed_gap'), 2)})")
     if reader.get("unsupported"):
         line += "; no top hit holds " + ", ".join(f"'{w}'" for w in reader["unsupported"])

@@ -168,7 +168,7 @@ class Support:
             return f"{head}nothing on {_quoted(self.unsupported)}"
         if self.expects and self.typed_missing >= 0.5:
             near = self.near or self.about or self.found
-            what = _KIND_NOUN[self.expects]
+            what = KIND_NOUN[self.expects]
             if not near:
                 return f"no {what} in the best matches"
             return f"found {_quoted(near, 'and')}, but no {what} near {'it' if len(near) == 1 else 'them'}"
@@ -257,8 +257,9 @@ def _about(query: str, names: dict[tuple[str, ...], str]) -> tuple[list[str], se
 QUANTITY, DATE, NAME, PLACE = "quantity", "date", "name", "place"
 #: Closed classes: a colour word, a day of the week.
 COLOUR, WEEKDAY = "colour", "weekday"
-_KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place", COLOUR: "colour",
-              WEEKDAY: "day of the week"}
+#: Each answer kind as a reason (and ``--explain``) says it.
+KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place", COLOUR: "colour",
+             WEEKDAY: "day of the week"}
 #: The typed gap (a share of the query's IDF mass) under which nothing is missing: one
 #: stray word. At :data:`TYPED_GAP_FULL` (a main content word of a question) it counts fully.
 TYPED_GAP_FROM = 0.15
@@ -486,7 +487,7 @@ def kind_word(query: str) -> str | None:
             continue
         main = low[wh.start():]
         m = _WHAT_IS.match(main) or _WHAT_NOUN.match(main)
-        head = [w for w in m.group(2).split() if w not in STOPWORDS] if m else []
+        head = _content(m.group(2).split()) if m else []
         if head and _noun_kind(head) is not None:
             return head[-1]
     return None
@@ -498,8 +499,13 @@ def _is_head(text: str, pos: int) -> bool:
     return all(w in _LEAD for w in before)
 
 
+def _content(words: Sequence[str]) -> list[str]:
+    """A wh-phrase's words without stop words: its last one is the head noun."""
+    return [w for w in words if w not in STOPWORDS]
+
+
 def _noun_kind(words: Sequence[str]) -> str | None:
-    head = [w for w in words if w not in STOPWORDS]
+    head = _content(words)
     if not head:
         return None
     h = head[-1]
@@ -639,7 +645,7 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
 def _span_units(words: Sequence[str], kind: str | None, main: str) -> tuple[str, ...]:
     """What a "time" asks for: a span's units ("my finish time": "1:58:42", "27 minutes"),
     a clock reading ("what time is my check-up": "4:30", "at noon"), else nothing."""
-    head = [w for w in words if w not in STOPWORDS]
+    head = _content(words)
     if not head or head[-1] not in ("time", "times"):
         return ()
     if kind == QUANTITY:
@@ -757,7 +763,7 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
-        if w.isupper() and _AFTER_NUMBER.search(text, 0, m.start()):
+        if w.isupper() and _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()):
             continue  # "4,000 IU", "16 GB": a unit after its number, not a name
         if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):
             return True  # "iTerm", "TEDx", "M10P", "GPT4": a name wherever it stands
@@ -766,7 +772,7 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
     return False
 
 
-#: Text that ends in a number and a space: what a unit follows.
+#: A number and a space just before a word (read over the two characters before it): a unit.
 _AFTER_NUMBER = re.compile(r"\d\s?$")
 
 
