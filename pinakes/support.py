@@ -781,7 +781,12 @@ def _after_stop(text: str, pos: int) -> bool:
     j = pos - 1
     while j >= 0 and (text[j].isspace() or text[j] in "\"'([*_"):
         j -= 1
-    return j < 0 or text[j] in ".!?:"
+    if j < 0 or text[j] in ".!?:":
+        return True
+    # "[Orchid] - Enables a private network", "Rekki – Joined in January": a dash between
+    # spaces opens a clause, as a stop does, so the word after it is no name for that.
+    return (text[j] in "-\u2013\u2014" and j + 1 < pos and text[j + 1].isspace()
+            and (j == 0 or text[j - 1].isspace()))
 
 
 #: The asker's own voice, in a question or a note: "I", "my", "we", "our" ...

@@ -604,6 +604,13 @@ def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
     assert not holds_typed(NAME, "I've been enjoying the team a lot.", none)
     assert holds_typed(NAME, "It was invented by Attilio Calimani in Milan.", none)
     assert holds_typed(NAME, "My editor is iTerm.", none)
+    # A dash between spaces opens a clause as a stop does: a vault's "[Label] - Does ..."
+    # item opens with a verb, not a name. A hyphen inside a word does not.
+    asked = frozenset({"job", "title", "rekki"})
+    assert not holds_typed(NAME, "[January] - Joined Rekki.", asked)
+    assert not holds_typed(NAME, "Rekki \u2013 Joined in spring.", asked)
+    assert holds_typed(NAME, "[January] - Joined Rekki as Head of Design.", asked)
+    assert holds_typed(NAME, "A well-known Berlin bakery.", none)
     # A unit in capitals after its number is not a name; the same capitals elsewhere are.
     assert not holds_typed(NAME, "My doctor bumped me up to 4,000 IU a day.", none)
     assert not holds_typed(NAME, "The laptop has 16 GB of memory.", none)
