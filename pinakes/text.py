@@ -8,6 +8,7 @@ characters.
 from __future__ import annotations
 
 import functools
+import os
 import re
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
@@ -150,11 +151,32 @@ _SHORT_FORMS: dict[str, tuple[str, ...]] = {
 }
 
 
+def word_forms(word: str) -> list[str]:
+    """A word and the forms English inflection and the commonest suffixes give it: "run" ->
+    "runs", "running", "runner"; "use" -> "used", "using", "useful"; "copy" -> "copies".
+
+    What :func:`term_pattern` finds for a word too short to stem, instead of every word
+    it begins ("dr" is not "drive", "cat" not "category").
+    """
+    endings = ["s", "es", "'s", "d", "ed", "ing", "er", "ers", "est", "ly", "y"]
+    if len(word) > 2:  # "payment", "useful", "careless": not for "dr" or "go"
+        endings += ["ment", "ments", "ful", "less", "ness", "able"]
+    forms = [word, *(word + e for e in endings)]
+    if word.endswith("e"):  # "using", "coder"
+        forms += [word[:-1] + e for e in ("ing", "er", "ers", "est", "y")]
+    if re.search(r"[^aeiou]y$", word):  # "copies", "copied", "happily"
+        forms += [word[:-1] + e for e in ("ies", "ied", "ier", "iers", "iest", "ily")]
+    if re.search(r"(?:^|[^aeiou])[aeiou][^aeiouwxy]$", word):  # "running", "stopped"
+        forms += [word + word[-1] + e for e in ("ing", "ed", "er", "ers", "est", "y")]
+    return list(dict.fromkeys(forms))
+
+
 @functools.lru_cache(maxsize=4096)
 def term_pattern(term: str) -> re.Pattern[str]:
-    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked",
-    an irregular verb's other forms, so "pay" finds "paid", and a title's short form, so
-    "doctor" finds "Dr. Okonkwo".
+    """A forgiving regex for a term in raw text: a crude stem, so "ranking" finds "ranked"
+    (a word of four letters or fewer is kept whole, with its endings: "run" finds "running",
+    not "rung"; "dr" not "drive"), an irregular verb's other forms, so "pay" finds "paid",
+    and a title's short form, so "doctor" finds "Dr. Okonkwo".
 
     Cached: the search's coverage weights and the confidence's support check
     (pinakes.support) match the same query terms in the same search.
@@ -166,10 +188,20 @@ def term_pattern(term: str) -> re.Pattern[str]:
     # lookbehind over "one word character + the stem": the same matches and spans
     # as a leading (?<![^\W_]), but the regex engine can scan for the literal
     # first, which is ~3x faster (search runs this on every lexical candidate).
-    lit = re.escape(stem)
-    pattern = lit + r"(?<![^\W_]" + lit + ")"
+    if stem == term and not term.isdigit():
+        # A short word is kept whole: it ends in one of its own inflections, so "dr" does
+        # not find "drive", "cat" not "category", "work" not "workflow".
+        forms = word_forms(term)
+        stem = os.path.commonprefix(forms)
+        ends = "|".join(re.escape(f[len(stem):]) for f in sorted(forms, key=len, reverse=True))
+        lit = re.escape(stem)
+        pattern = lit + r"(?<![^\W_]" + lit + ")(?:" + ends + r")(?![^\W_])"
+    else:
+        lit = re.escape(stem)
+        pattern = lit + r"(?<![^\W_]" + lit + ")"
     # "pay" finds "paid", "bought" finds "buy": an irregular verb's other forms, whole.
-    others = [f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if not f.startswith(stem)]
+    whole = re.compile(pattern, re.IGNORECASE)
+    others = [f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if not whole.fullmatch(f)]
     if others:
         pattern = f"(?:{pattern}|\\b(?:{'|'.join(map(re.escape, others))})\\b)"
     return re.compile(pattern, re.IGNORECASE)

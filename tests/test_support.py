@@ -491,7 +491,13 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     ("went", ["I go there", "we went to Lisbon", "it's gone"], ["a goal"]),
     # A title's short form, both ways.
     ("doctor", ["I saw Dr. Okonkwo on Friday", "my doctors"], ["I drove", "a drum"]),
-    ("dr", ["my doctor said so"], ["the doc"]),
+    ("dr", ["my doctor said so", "Dr. Okafor"], ["the doc", "I drive", "a drink"]),
+    # A short word is kept whole with its own endings: it does not find longer words.
+    ("cat", ["two cats", "the cat's bowl"], ["a category", "catch"]),
+    ("run", ["running", "the runner", "she ran"], ["a rung"]),
+    ("use", ["using it", "I used", "useful"], ["usual", "usher"]),
+    ("copy", ["copies", "copied"], ["copyright"]),
+    ("work", ["worked", "working"], ["my workflow", "a workshop"]),
 ])
 def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
                                                        misses: list[str]) -> None:
