@@ -708,6 +708,9 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
                 return True  # "$499": the currency sign is inside the number's token
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
             suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)
+            if suffix == "s" and (re.fullmatch(r"\d{3}0s", tok)
+                                  or _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())):
+                continue  # "the 1990s", "Hoka Clifton 9s": a decade, a model's plural, no seconds
             unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)
             said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
             if said & set(units) or {_singular(w) for w in said if w} & set(units):
@@ -772,6 +775,8 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
     return False
 
 
+#: A capitalised word and a space just before a number: "Clifton 9s" names a model.
+_NAME_BEFORE = re.compile(r"\b[A-Z][\w\-]*\s$")
 #: A number and a space just before a word (read over the two characters before it): a unit.
 _AFTER_NUMBER = re.compile(r"\d\s?$")
 

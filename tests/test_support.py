@@ -416,6 +416,10 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(QUANTITY, "I crossed the line after 27 minutes.", frozenset(), span)
     assert holds_typed(QUANTITY, "It took me an hour.", frozenset(), span)
     assert not holds_typed(QUANTITY, "I ran the Turkey Trot 5K on November 28.", frozenset(), span)
+    # Seconds glued to a number ("58s") are a span; a model's plural or a decade is not.
+    assert holds_typed(QUANTITY, "I finished in 58s.", frozenset(), span)
+    assert not holds_typed(QUANTITY, "I replaced my shoes with Hoka Clifton 9s.", frozenset(), span)
+    assert not holds_typed(QUANTITY, "A race route unchanged since the 1990s.", frozenset(), span)
     # "How much did it cost" wants money: a currency sign or word, not the trip's nights.
     money = answer_type("How much did the Japan trip cost?")[1]
     assert holds_typed(QUANTITY, "It was $499 at Harmony Music.", frozenset(), money)

@@ -573,7 +573,7 @@ def operator_for(graph: GraphIndex, backend: str | None = None,
 
 
 def _stem(term: str) -> str:
-    """A crude stem, the one ``pinakes.text.term_pattern`` uses: "ranking" ~ "ranked"."""
+    """The crude stem ``pinakes.text.term_pattern`` starts from: "ranking" ~ "ranked"."""
     term = term.removesuffix("'s")
     return term if CJK_RE.match(term) else crude_stem(term)
 
