@@ -92,7 +92,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .dialects import doc_aliases
@@ -260,6 +260,42 @@ COLOUR, WEEKDAY = "colour", "weekday"
 #: Each answer kind as a reason (and ``--explain``) says it.
 KIND_NOUN = {QUANTITY: "number", DATE: "date", NAME: "name", PLACE: "place", COLOUR: "colour",
              WEEKDAY: "day of the week"}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What answers a question (:func:`answer_type`), read by :func:`holds_typed`.
+
+    ``kind`` is the token's kind (:data:`QUANTITY`, :data:`DATE`, :data:`NAME`,
+    :data:`PLACE`, :data:`COLOUR`, :data:`WEEKDAY`), or None when nothing is
+    checkable. ``units``: the words a quantity's number must carry ("mg",
+    "days", "people"; empty: any number). The rest say what else answers, or
+    what does not, for one wh-phrase each; each is a rule of English, kept apart
+    so that a new one is one more field and one more check in
+    :func:`holds_typed`, not a marker hidden among the units.
+    """
+
+    kind: str | None = None
+    units: tuple[str, ...] = ()
+    #: "When is my sister's wedding?": a note's own date (its title's, a journal day's)
+    #: does not answer a planned event's date.
+    undated: bool = False
+    #: "What time is my check-up?": only a clock reading answers ("4:30", "9 am").
+    clock: bool = False
+    #: "my finish time": a clock reading answers as well as a duration ("1:58:42").
+    span: bool = False
+    #: "How much did it cost?": a currency sign on the number answers ("$499").
+    money: bool = False
+    #: "Who gave Ines the easel?": a relation answers as well as a name ("my grandmother").
+    relation: bool = False
+    #: "Where does he hide?": a place said with a preposition answers ("in the bathtub").
+    preposition: bool = False
+    #: "How often?": a frequency in words answers as well as a number ("twice a week").
+    frequency: bool = False
+
+
+#: Nothing checkable.
+UNCHECKED = Expected()
 #: The typed gap (a share of the query's IDF mass) under which nothing is missing: one
 #: stray word. At :data:`TYPED_GAP_FULL` (a main content word of a question) it counts fully.
 TYPED_GAP_FROM = 0.15
@@ -387,21 +423,10 @@ _CONTRACTED = re.compile(r"\b(what|who|where|when|which|how)'s\b")
 #: after: "when is my code re-embedded" asks a condition, "when is it worth ..." too).
 _SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the\s+next|[\w\-]+'s)"
                         r"(?:\s+(?![\w\-]*(?:ed|en)\b)[\w\-']+){1,4}\s*\??$")
-#: The units of a date question whose answer a note's own date (title, heading) is not.
-UNDATED_CONTEXT = "undated-context"
-#: The units of a "who" question, which a person's relation to someone answers as well as
-#: a name: "Who gave Ines the easel?" -- "my grandmother gave me her old easel".
-BY_RELATION = "by-relation"
-#: The units of a "where" question, which a place said with a preposition answers as well
-#: as a name: "He hides in the bathtub", "we camped by the lake" ("in which city" wants one).
-BY_PREPOSITION = "by-preposition"
 _AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|onto|beside)\s+"
                        r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
                        r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
                        r"evening|night|weekend)\b)[a-z]", re.IGNORECASE)
-#: The units of a "how often" question, which a frequency said in words answers as well as a
-#: number: "twice a week", "every Sunday", "once a month".
-BY_FREQUENCY = "by-frequency"
 _FREQUENCY = re.compile(r"\b(?:once|twice|thrice|every|each)\b|\b(?:a|an|per)\s+(?:day|week|month|year|"
                         r"night|morning|evening|weekend|fortnight|hour)\b", re.IGNORECASE)
 #: Words that name a person by relation or role, in the singular and the plural.
@@ -426,19 +451,15 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
 #: "how much did it cost", "how much rent": an amount of money answers.
-MONEY = "money"
-MONEY_UNITS = (MONEY, "$", "€", "£", "usd", "eur", "gbp", "dollar", "dollars", "euro", "euros",
+MONEY_UNITS = ("$", "€", "£", "usd", "eur", "gbp", "dollar", "dollars", "euro", "euros",
                "pound", "pounds", "bucks", "cents", "k")
 _PRICED = re.compile(r"\b(?:cost|costs|price|prices|pay|paid|paying|pays|spend|spent|spending|"
                      r"salary|rent|charge|charged|fee|fees|budget|earn|earned|earns|owe|owed)\b")
-#: Marks "what time": only a clock reading answers ("4:30", "9 am", "at noon").
-CLOCK = "clock"
+#: What answers "what time": a clock reading ("4:30", "9 am", "at noon").
 _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
                     r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)
-#: Marks a span's units: a clock reading ("1:58:42") answers too.
-SPAN = "span"
-#: What answers "my finish time", "the build time": a duration.
-SPAN_UNITS = (SPAN, "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes",
+#: What answers "my finish time", "the build time": a duration (or a clock reading "1:58:42").
+SPAN_UNITS = ("s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes",
               "h", "hr", "hrs", "hour", "hours")
 #: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
 _DURATIONS = frozenset("""finish race lap running completion response load loading build compile
@@ -524,11 +545,9 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     return None
 
 
-def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str | None, tuple[str, ...]]:
-    """What kind of token answers ``query`` (and the unit a count must carry), or ``(None, ())``.
-
-    For a date the second element may hold :data:`UNDATED_CONTEXT`: a note's
-    own date (its title's, its heading's) does not answer it.
+def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> Expected:
+    """What kind of token answers ``query`` (and the unit a count must carry), or
+    :data:`UNCHECKED`.
 
     English wh-phrases only, read at the head of the question: "how many
     milligrams" -> a quantity in mg; "what MRR@10" (a metric at a cutoff) -> a
@@ -553,29 +572,28 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> tuple[str
     """
     low = _normal(query)  # "What's the name of ...": "what is the name of ..."
     if re.search(r"[.?!;:]\s+\S", low.rstrip("?!. ")):
-        return None, ()
+        return UNCHECKED
     if re.match(_AUX + r"\b", low) and _WH.search(low):
-        return None, ()
+        return UNCHECKED
     heads = [m for m in _WH.finditer(low) if _is_head(low, m.start())]
     if not heads or len(heads) > 2:
-        return None, ()
+        return UNCHECKED
     kinds = [_clause_type(low[m.start():], low, speakers) for m in heads]
-    if any(k[0] != kinds[0][0] for k in kinds[1:]):
+    if any(k.kind != kinds[0].kind for k in kinds[1:]):
         # Two things of one kind ("Who proposed X, and at which conference ...": two
         # names) are checked as that kind; two of different kinds are not checked.
-        return None, ()
-    units = kinds[0][1] if all(k[1] == kinds[0][1] for k in kinds) else ()
-    return kinds[0][0], units
+        return UNCHECKED
+    # Two clauses asking for one kind in different ways: only the kind is checked.
+    return kinds[0] if all(k == kinds[0] for k in kinds) else Expected(kinds[0].kind)
 
 
-def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
-                 ) -> tuple[str | None, tuple[str, ...]]:
+def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) -> Expected:
     """The answer type asked by one wh-clause ``main`` (the rest of the question from its
     wh-word) of the lower-cased question ``low``; ``speakers`` as in :func:`answer_type`."""
     if _RANKED.match(main):
         # "Where did Tomas place / finish in the race?": a rank ("seventh out of forty"),
         # not a place; ranks are not checked.
-        return None, ()
+        return UNCHECKED
     if _INTERVAL.match(main) or _DIFFERENCE.match(main) or _AGO.match(main):
         # "How many days after my birthday is the race?", "how long between the move and
         # the new job?", "how many miles did I drive between the two services?": worked
@@ -583,7 +601,7 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
         # holds the difference, so nothing is checked. "How long ago / how many days ago
         # did I ...?" is the span from a dated note to today: a chat session or a journal
         # entry dates the event ("I went today", "2024-03-14"), rarely writes the span.
-        return None, ()
+        return UNCHECKED
     m = re.match(r"how\s+(many|much)\b((?:\s+[\w\-]+){0,3})", main)
     if m:
         noun: list[str] = []
@@ -595,66 +613,65 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()
         head = next((w for w in noun if w in _PLURALS or w.endswith("s") and not w.endswith("ss")),
                     noun[0] if noun else "")
         if head in _UNITS:
-            return QUANTITY, _UNITS[head]
+            return Expected(QUANTITY, _UNITS[head])
         doer = re.search(r"\b" + _AUX + r"\s+([\w\-]+)", main)
         if m.group(1) == "many" and (_FIRST_PERSON.search(main) or doer and doer.group(1) in speakers):
             # "How many books did I buy?", "how many times have we met?": a count of one's
             # own doings is made by listing them across the notes, rarely written as a number.
-            return None, ()
+            return UNCHECKED
         if m.group(1) == "many" and head and head != "times":
             # A count of X is written "N X": "24 layers", "3-4 days". A number next to
             # something else ("one million tokens" for "how many entities") is not it.
             if head in _PERSONS:
-                return QUANTITY, _PERSONS
-            return QUANTITY, tuple(dict.fromkeys((head, _singular(head))))
+                return Expected(QUANTITY, _PERSONS)
+            return Expected(QUANTITY, tuple(dict.fromkeys((head, _singular(head)))))
         if m.group(1) == "much" and _PRICED.search(main):
-            return QUANTITY, MONEY_UNITS  # "how much did it cost": "$499", "1,150 euros"
-        return QUANTITY, ()
+            return Expected(QUANTITY, MONEY_UNITS, money=True)  # "how much did it cost": "$499", "1,150 euros"
+        return Expected(QUANTITY)
     if main.startswith("how often"):
-        return QUANTITY, (BY_FREQUENCY,)
+        return Expected(QUANTITY, frequency=True)
     if re.match(r"how\s+(?:long|old|far|often|big|large|small|fast|tall|high|wide|deep|heavy|"
                 r"quickly|soon)\b", main):
-        return QUANTITY, ()
+        return Expected(QUANTITY)
     if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):
-        return DATE, ()
+        return Expected(DATE)
     if _SCHEDULED.match(main):
         # "When is Theo's birthday?", "when is my next dentist appointment?": the date of
         # a named event, which its note writes out. A note's own date (a journal's day, a
         # chat session's) answers what happened then ("when did I ..."), not this.
-        return DATE, (UNDATED_CONTEXT,)
+        return Expected(DATE, undated=True)
     if re.match(r"(?:who|whom|whose)\b", main):
-        return NAME, (BY_RELATION,)
+        return Expected(NAME, relation=True)
     if main.startswith("where"):
-        return PLACE, (BY_PREPOSITION,)
+        return Expected(PLACE, preposition=True)
     if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
-        return WEEKDAY, ()  # a day of the week is one of seven words, not any date
+        return Expected(WEEKDAY)  # a day of the week is one of seven words, not any date
     m = _WHAT_IS.match(main)
     if m:
-        kind = _noun_kind(m.group(2).split())
-        return kind, _span_units(m.group(2).split(), kind, main)
+        return _timed(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
         if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
                 and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
-        return kind, _span_units(m.group(2).split(), kind, main)
-    return None, ()
+        return _timed(Expected(kind), m.group(2).split(), main)
+    return UNCHECKED
 
 
-def _span_units(words: Sequence[str], kind: str | None, main: str) -> tuple[str, ...]:
-    """What a "time" asks for: a span's units ("my finish time": "1:58:42", "27 minutes"),
-    a clock reading ("what time is my check-up": "4:30", "at noon"), else nothing."""
+def _timed(expected: Expected, words: Sequence[str], main: str) -> Expected:
+    """What a "time" asks for: a span ("my finish time": "1:58:42", "27 minutes"), a clock
+    reading ("what time is my check-up": "4:30", "at noon"), else ``expected`` as it is."""
     head = _content(words)
     if not head or head[-1] not in ("time", "times"):
-        return ()
-    if kind == QUANTITY:
-        return SPAN_UNITS
-    if kind == DATE and len(head) == 1 and not re.search(r"\btime\s+of\s+(?:the\s+)?(?:year|month|"
-                                                           r"week|season)\b", main):
+        return expected
+    if expected.kind == QUANTITY:
+        return replace(expected, units=SPAN_UNITS, span=True)
+    if expected.kind == DATE and len(head) == 1 and not re.search(
+            r"\btime\s+of\s+(?:the\s+)?(?:year|month|week|season)\b", main):
         # A clock reading; the note's own date ("2024-02-19-session-02.md") is not one.
-        return (CLOCK, UNDATED_CONTEXT)
-    return ()
+        return replace(expected, clock=True, undated=True)
+    return expected
 
 
 def sentences(text: str) -> list[str]:
@@ -682,29 +699,31 @@ def numbered_sentences(text: str) -> list[tuple[int, str]]:
             for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()]
 
 
-def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, ...] = ()) -> bool:
-    """Does ``text`` hold a token that could answer a question of ``kind``?
+def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
+    """Does ``text`` hold a token that could answer what ``expected`` says (or a bare kind)?
 
     ``asked``: the question's own tokens (lower case), which never count: the
     answer to "how many threads with -Z threads=8" is not the 8 it was asked with.
     """
+    if isinstance(expected, str):
+        expected = Expected(expected)
+    kind, units = expected.kind, expected.units
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
         text = _DATED_NUMBER.sub(" ", text)
-        if BY_FREQUENCY in units:  # "how often": "twice a week", "every Sunday" as well as "3x"
-            if any(m.group(0).lower() not in asked for m in _FREQUENCY.finditer(text)):
-                return True
-            units = tuple(u for u in units if u != BY_FREQUENCY)
+        if expected.frequency and any(m.group(0).lower() not in asked  # "twice a week", "3x"
+                                      for m in _FREQUENCY.finditer(text)):
+            return True
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:
                 continue
-            if not units or SPAN in units and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
+            if not units or expected.span and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
-            if MONEY in units and tok[:1] in ("$", "€", "£"):
+            if expected.money and tok[:1] in ("$", "€", "£"):
                 return True  # "$499": the currency sign is inside the number's token
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
             suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)
@@ -728,7 +747,7 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
             elif i + 1 < len(words) and _singular(words[i + 1]) in {_singular(u) for u in units}:
                 return True  # "fifteen grams", "a day", "an hour"
         return False
-    if kind == DATE and CLOCK in units:
+    if kind == DATE and expected.clock:
         return any(m.group(0).lower() not in asked for m in _CLOCK.finditer(text))
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
@@ -753,9 +772,9 @@ def holds_typed(kind: str, text: str, asked: frozenset[str], units: tuple[str, .
         return True
     if any(m.group(1).strip().lower() not in asked for m in _CODE.finditer(text)):
         return True
-    if BY_PREPOSITION in units and _AT_PLACE.search(text):
+    if expected.preposition and _AT_PLACE.search(text):
         return True
-    if BY_RELATION in units and any(w in _RELATIONS and w not in asked
+    if expected.relation and any(w in _RELATIONS and w not in asked
                                     for w in _TOKEN.findall(text.lower())):
         return True
     for m in _TOKEN.finditer(text):
@@ -849,7 +868,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     and headings (:func:`note_dated`), which answers "when did ..." for all it tells.
     ``speakers``: as in :func:`answer_type`.
     """
-    kind, units = answer_type(query, speakers)
+    expected = answer_type(query, speakers)
+    kind = expected.kind
     if kind is None or not terms:
         return kind, 0.0, set(), None
     asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}
@@ -871,7 +891,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         context = f"{h.title}\n{' > '.join(h.heading_path)}"
         in_context = {t for t in terms if patterns[t].search(context)}
         if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
-            context_typed = UNDATED_CONTEXT not in units and (
+            context_typed = not expected.undated and (
                 holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
@@ -907,7 +927,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
-            typed[hi, si] = holds_typed(kind, per_hit[hi][0][si], frozen, units)
+            typed[hi, si] = holds_typed(expected, per_hit[hi][0][si], frozen)
         return typed[hi, si]
 
     best_typed, answer_at = 0.0, None

@@ -23,16 +23,14 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
-    BY_FREQUENCY,
-    BY_PREPOSITION,
-    BY_RELATION,
     COLOUR,
     DATE,
     NAME,
     PLACE,
     QUANTITY,
-    UNDATED_CONTEXT,
+    UNCHECKED,
     WEEKDAY,
+    Expected,
     Support,
     answer_type,
     assess_search,
@@ -391,41 +389,41 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("What is Maya's surname?", NAME),
 ])
 def test_the_question_says_what_kind_of_token_answers_it(question: str, kind: str | None) -> None:
-    assert answer_type(question)[0] == kind
+    assert answer_type(question).kind == kind
 
 
 def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     asked = frozenset({"how", "many", "milligrams", "of", "magnesium"})
-    units = answer_type("How many milligrams of magnesium do I take?")[1]
-    assert "mg" in units
-    assert not holds_typed(QUANTITY, "Magnesium (1 capsule)", asked, units)
-    assert holds_typed(QUANTITY, "Magnesium, 400 mg at night", asked, units)
-    assert holds_typed(QUANTITY, "Magnesium: two hundred milligrams", asked, units)
-    days = answer_type("How many days does a check-only run take?")[1]
-    assert holds_typed(QUANTITY, "A check-only run takes around 3-4 days.", frozenset(), days)
-    entities = answer_type("How many entities did the pipeline extract?")[1]
-    assert not holds_typed(QUANTITY, "The corpus holds about one million tokens.", frozenset(), entities)
-    assert holds_typed(QUANTITY, "It extracted 15,000 entities.", frozenset(), entities)
+    milligrams = answer_type("How many milligrams of magnesium do I take?")
+    assert "mg" in milligrams.units
+    assert not holds_typed(milligrams, "Magnesium (1 capsule)", asked)
+    assert holds_typed(milligrams, "Magnesium, 400 mg at night", asked)
+    assert holds_typed(milligrams, "Magnesium: two hundred milligrams", asked)
+    days = answer_type("How many days does a check-only run take?")
+    assert holds_typed(days, "A check-only run takes around 3-4 days.", frozenset())
+    entities = answer_type("How many entities did the pipeline extract?")
+    assert not holds_typed(entities, "The corpus holds about one million tokens.", frozenset())
+    assert holds_typed(entities, "It extracted 15,000 entities.", frozenset())
     # People are counted under one name or another: guests, people, adults.
-    guests = answer_type("How many guests are coming for dinner?")[1]
-    assert holds_typed(QUANTITY, "We're hosting dinner for 8 people this year.", frozenset(), guests)
-    assert not holds_typed(QUANTITY, "We're hosting dinner for 8 hours this year.", frozenset(), guests)
+    guests = answer_type("How many guests are coming for dinner?")
+    assert holds_typed(guests, "We're hosting dinner for 8 people this year.", frozenset())
+    assert not holds_typed(guests, "We're hosting dinner for 8 hours this year.", frozenset())
     # A finish time is a span: a clock reading or a duration, not the race's distance or day.
-    span = answer_type("What was my finish time in the Turkey Trot?")[1]
-    assert holds_typed(QUANTITY, "I finished the half in 1:58:42.", frozenset(), span)
-    assert holds_typed(QUANTITY, "I crossed the line after 27 minutes.", frozenset(), span)
-    assert holds_typed(QUANTITY, "It took me an hour.", frozenset(), span)
-    assert not holds_typed(QUANTITY, "I ran the Turkey Trot 5K on November 28.", frozenset(), span)
+    span = answer_type("What was my finish time in the Turkey Trot?")
+    assert holds_typed(span, "I finished the half in 1:58:42.", frozenset())
+    assert holds_typed(span, "I crossed the line after 27 minutes.", frozenset())
+    assert holds_typed(span, "It took me an hour.", frozenset())
+    assert not holds_typed(span, "I ran the Turkey Trot 5K on November 28.", frozenset())
     # Seconds glued to a number ("58s") are a span; a model's plural or a decade is not.
-    assert holds_typed(QUANTITY, "I finished in 58s.", frozenset(), span)
-    assert not holds_typed(QUANTITY, "I replaced my shoes with Hoka Clifton 9s.", frozenset(), span)
-    assert not holds_typed(QUANTITY, "A race route unchanged since the 1990s.", frozenset(), span)
+    assert holds_typed(span, "I finished in 58s.", frozenset())
+    assert not holds_typed(span, "I replaced my shoes with Hoka Clifton 9s.", frozenset())
+    assert not holds_typed(span, "A race route unchanged since the 1990s.", frozenset())
     # "How much did it cost" wants money: a currency sign or word, not the trip's nights.
-    money = answer_type("How much did the Japan trip cost?")[1]
-    assert holds_typed(QUANTITY, "It was $499 at Harmony Music.", frozenset(), money)
-    assert holds_typed(QUANTITY, "The flat was 1,150 euros for the week.", frozenset(), money)
-    assert not holds_typed(QUANTITY, "Tokyo (5 nights), then Kyoto (6).", frozenset(), money)
-    assert answer_type("How much weight did I lose?")[1] == ()
+    money = answer_type("How much did the Japan trip cost?")
+    assert holds_typed(money, "It was $499 at Harmony Music.", frozenset())
+    assert holds_typed(money, "The flat was 1,150 euros for the week.", frozenset())
+    assert not holds_typed(money, "Tokyo (5 nights), then Kyoto (6).", frozenset())
+    assert answer_type("How much weight did I lose?") == Expected(QUANTITY)
     # A date's numbers count nothing: "August 17" is no rent, "March 2023" no font size.
     assert not holds_typed(QUANTITY, "Moving day is August 17, and we rent a townhouse.", frozenset())
     assert not holds_typed(QUANTITY, "Switched on 17 March 2023, then 2024-03-14.", frozenset())
@@ -445,13 +443,13 @@ def test_a_colour_or_a_weekday_answers_only_its_own_question() -> None:
 def test_what_time_wants_a_clock_reading_not_the_notes_date() -> None:
     """"What time is my check-up?" against a dated session's "back for a check-up in six
     weeks": a date, not a time of day. "What time of year" still takes any date."""
-    kind, units = answer_type("What time is my check-up?")
-    assert kind == DATE and holds_typed(kind, "Lessons are on Thursdays at 4:30.", frozenset(), units)
-    assert holds_typed(kind, "The train leaves at 9 am.", frozenset(), units)
-    assert holds_typed(kind, "The train leaves at 9.30 p.m. sharp.", frozenset(), units)
-    assert not holds_typed(kind, "I ran 9 amazing kilometres.", frozenset(), units)
-    assert not holds_typed(kind, "She wants me back for a check-up in six weeks.", frozenset(), units)
-    assert answer_type("What time of year do we go?") == (DATE, ())
+    clock = answer_type("What time is my check-up?")
+    assert clock.kind == DATE and holds_typed(clock, "Lessons are on Thursdays at 4:30.", frozenset())
+    assert holds_typed(clock, "The train leaves at 9 am.", frozenset())
+    assert holds_typed(clock, "The train leaves at 9.30 p.m. sharp.", frozenset())
+    assert not holds_typed(clock, "I ran 9 amazing kilometres.", frozenset())
+    assert not holds_typed(clock, "She wants me back for a check-up in six weeks.", frozenset())
+    assert answer_type("What time of year do we go?") == Expected(DATE)
     question = "What time is my check-up?"
     terms = ["time", "check"]
     patterns = {t: term_pattern(t) for t in terms}
@@ -468,8 +466,8 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     my sister's wedding" is not, unless the sentence counts from it ("this weekend")."""
     done = answer_type("When did I buy the camera?")
     planned = answer_type("When is my sister's wedding?")
-    assert done == (DATE, ())
-    assert planned[0] == DATE and UNDATED_CONTEXT in planned[1]
+    assert done == Expected(DATE)
+    assert planned.kind == DATE and planned.undated
     hit = SimpleNamespace(title="2024-02-02 session 04", heading_path=[], text=(
         "My sister is getting married and I want a gift for the wedding. Any ideas?"))
     terms = ["sister", "wedding"]
@@ -562,15 +560,15 @@ def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
 
 
 def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
-    kind, units = answer_type("Who gave Ines her easel?")
-    assert (kind, units) == (NAME, (BY_RELATION,))
+    who = answer_type("Who gave Ines her easel?")
+    assert who == Expected(NAME, relation=True)
     asked = frozenset({"who", "gave", "ines", "her", "easel"})
-    assert holds_typed(kind, "My grandmother gave me her old easel.", asked, units)
-    assert not holds_typed(kind, "I paint on an old easel every evening.", asked, units)
+    assert holds_typed(who, "My grandmother gave me her old easel.", asked)
+    assert not holds_typed(who, "I paint on an old easel every evening.", asked)
     # "Which font" is not answered by a relation; only "who" is.
-    assert not holds_typed(NAME, "My grandmother picked the font.", frozenset(), ())
+    assert not holds_typed(NAME, "My grandmother picked the font.", frozenset())
     # The relation the question names is not its answer ("Who did Ines's brother marry?").
-    assert not holds_typed(kind, "Her brother got married.", frozenset({"brother"}), units)
+    assert not holds_typed(who, "Her brother got married.", frozenset({"brother"}))
     assert holds_typed(DATE, "I visited a shelter two weeks ago.", frozenset())
     assert holds_typed(DATE, "We moved here a couple of years ago.", frozenset())
     assert not holds_typed(DATE, "I visited a shelter with my sister.", frozenset())
@@ -579,28 +577,28 @@ def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     assert not holds_typed(DATE, "The Spring framework wires it; leaves fall.", frozenset())
     assert holds_typed(QUANTITY, "She's a two-year-old greyhound.", frozenset({"how", "old"}))
     # A speaker's doings are counted by listing them, like the asker's own.
-    assert answer_type("How many times has Ines been to the coast?") == (QUANTITY, ())
+    assert answer_type("How many times has Ines been to the coast?") == Expected(QUANTITY)
     assert answer_type("How many times has Ines been to the coast?",
-                       frozenset({"ines", "tomas"})) == (None, ())
-    assert answer_type("How many times does bors retry?", frozenset({"ines"})) == (QUANTITY, ())
+                       frozenset({"ines", "tomas"})) == UNCHECKED
+    assert answer_type("How many times does bors retry?", frozenset({"ines"})) == Expected(QUANTITY)
     # "Which hobby / instrument / animals": kinds of common nouns, which no name answers.
-    assert answer_type("Which instrument did Lucia start?") == (None, ())
-    assert answer_type("Which animals did the kids like at the zoo?") == (None, ())
-    assert answer_type("Which font do I use in Sublime Text?") == (NAME, ())
+    assert answer_type("Which instrument did Lucia start?") == UNCHECKED
+    assert answer_type("Which animals did the kids like at the zoo?") == UNCHECKED
+    assert answer_type("Which font do I use in Sublime Text?") == Expected(NAME)
     # "How often" is answered by a frequency in words as well as by a number.
-    kind, units = answer_type("How often does Tomas go climbing?")
-    assert (kind, units) == (QUANTITY, (BY_FREQUENCY,))
+    often = answer_type("How often does Tomas go climbing?")
+    assert often == Expected(QUANTITY, frequency=True)
     for said in ("He goes climbing twice a week.", "He climbs every Sunday.", "He climbs 3 times."):
-        assert holds_typed(kind, said, frozenset({"how", "often", "climbing"}), units)
-    assert not holds_typed(kind, "He goes climbing with Ines.", frozenset(), units)
-    assert not holds_typed(kind, "It runs at night.", frozenset({"each", "night"}), units)
+        assert holds_typed(often, said, frozenset({"how", "often", "climbing"}))
+    assert not holds_typed(often, "He goes climbing with Ines.", frozenset())
+    assert not holds_typed(often, "It runs at night.", frozenset({"each", "night"}))
     # "Where" is answered by a place said with a preposition; "in which city" wants a name.
-    kind, units = answer_type("Where does Tomas's dog hide?")
-    assert (kind, units) == (PLACE, (BY_PREPOSITION,))
-    assert holds_typed(kind, "He hides in the bathtub whenever I vacuum.", frozenset(), units)
-    assert not holds_typed(kind, "He hides whenever I vacuum, in a few seconds.", frozenset(), units)
-    assert answer_type("In which city did I give my talk?") == (PLACE, ())
-    assert not holds_typed(PLACE, "I gave my talk in the big hall.", frozenset(), ())
+    where = answer_type("Where does Tomas's dog hide?")
+    assert where == Expected(PLACE, preposition=True)
+    assert holds_typed(where, "He hides in the bathtub whenever I vacuum.", frozenset())
+    assert not holds_typed(where, "He hides whenever I vacuum, in a few seconds.", frozenset())
+    assert answer_type("In which city did I give my talk?") == Expected(PLACE)
+    assert not holds_typed(PLACE, "I gave my talk in the big hall.", frozenset())
 
 
 def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
