@@ -313,7 +313,10 @@ _WH = re.compile(r"\b(how|what|which|who|whom|whose|when|where|why)\b")
 _MEASURE = frozenset("""size number count amount price cost rate ratio percentage percent score
     length height width weight depth age population speed temperature duration capacity limit
     maximum minimum budget salary fee dose dosage frequency accuracy latency throughput
-    bandwidth distance volume area total sum threshold timeout interval quota""".split())
+    bandwidth distance volume area total sum threshold timeout interval quota rent wage
+    fare""".split())
+#: Measures whose value is an amount of money: "what salary", "the price of the plan".
+_MONEY_NOUNS = frozenset("price prices salary salaries fee fees rent wage wages fare fares".split())
 #: A metric at a cutoff ("MRR@10", "nDCG@5", "Recall@100", "P@1") is a quantity.
 _METRIC_AT = re.compile(r"[a-z][a-z\-]*@\d+")
 _DATE_NOUNS = frozenset("year date month day time decade century era week hour season release "
@@ -648,21 +651,24 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         return Expected(WEEKDAY)  # a day of the week is one of seven words, not any date
     m = _WHAT_IS.match(main)
     if m:
-        return _timed(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
+        return _by_head(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
         if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
                 and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
-        return _timed(Expected(kind), m.group(2).split(), main)
+        return _by_head(Expected(kind), m.group(2).split(), main)
     return UNCHECKED
 
 
-def _timed(expected: Expected, words: Sequence[str], main: str) -> Expected:
-    """What a "time" asks for: a span ("my finish time": "1:58:42", "27 minutes"), a clock
-    reading ("what time is my check-up": "4:30", "at noon"), else ``expected`` as it is."""
+def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
+    """What the phrase's head noun asks beyond its kind: money ("what salary": "$120,000"),
+    a span ("my finish time": "1:58:42", "27 minutes"), a clock reading ("what time is my
+    check-up": "4:30", "at noon"); else ``expected`` as it is."""
     head = _content(words)
+    if head and head[-1] in _MONEY_NOUNS and expected.kind == QUANTITY:
+        return replace(expected, units=MONEY_UNITS, money=True)
     if not head or head[-1] not in ("time", "times"):
         return expected
     if expected.kind == QUANTITY:

@@ -424,6 +424,12 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(money, "The flat was 1,150 euros for the week.", frozenset())
     assert not holds_typed(money, "Tokyo (5 nights), then Kyoto (6).", frozenset())
     assert answer_type("How much weight did I lose?") == Expected(QUANTITY)
+    # A salary, a price, a fee or a rent is an amount of money, however it is asked.
+    salary = answer_type("What salary did Lumenfield offer me?")
+    assert salary.money and answer_type("What is the price of the family plan?").money
+    assert holds_typed(salary, "The offer is 95k plus equity.", frozenset())
+    assert not holds_typed(salary, "Big news part two: they want me in Denver.", frozenset())
+    assert not answer_type("What is the computational cost of attention?").money
     # A date's numbers count nothing: "August 17" is no rent, "March 2023" no font size.
     assert not holds_typed(QUANTITY, "Moving day is August 17, and we rent a townhouse.", frozenset())
     assert not holds_typed(QUANTITY, "Switched on 17 March 2023, then 2024-03-14.", frozenset())
