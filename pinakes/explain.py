@@ -301,12 +301,14 @@ def _reader_line(reader: Mapping[str, Any]) -> str:
     from .support import KIND_NOUN
 
     kind = reader.get("expects")
+    what = reader.get("expects_what") or KIND_NOUN.get(kind, kind)
+    article = "an" if str(what)[:1] in "aeiou" else "a"
     if kind is None:
         line = "reader: no answer kind checked"
     elif reader.get("answer_at"):
-        line = f"reader: expects a {KIND_NOUN.get(kind, kind)}, found in \"{reader['answer_at']}\""
+        line = f"reader: expects {article} {what}, found in \"{reader['answer_at']}\""
     else:
-        line = (f"reader: expects a {KIND_NOUN.get(kind, kind)}, none near the best-matching "
+        line = (f"reader: expects {article} {what}, none near the best-matching "
                 f"sentence (typed gap {_n(reader.get('typed_gap'), 2)})")
     if reader.get("unsupported"):
         line += "; no top hit holds " + ", ".join(f"'{w}'" for w in reader["unsupported"])

@@ -126,6 +126,7 @@ class Support:
     found: list[str] = field(default_factory=list)  # query terms the best hit holds (no names)
     gap: float = 0.0
     expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE, COLOUR, WEEKDAY)
+    expects_what: str | None = None  # the answer as a reason names it ("amount of money")
     typed_gap: float = 0.0  # best sentence's share minus the best typed sentence's
     near: list[str] = field(default_factory=list)  # what the best sentence holds, as written
     speaker: str | None = None  # the one speaker of a conversation the question names
@@ -168,7 +169,7 @@ class Support:
             return f"{head}nothing on {_quoted(self.unsupported)}"
         if self.expects and self.typed_missing >= 0.5:
             near = self.near or self.about or self.found
-            what = KIND_NOUN[self.expects]
+            what = self.expects_what or KIND_NOUN[self.expects]
             if not near:
                 return f"no {what} in the best matches"
             return f"found {_quoted(near, 'and')}, but no {what} near {'it' if len(near) == 1 else 'them'}"
@@ -178,6 +179,7 @@ class Support:
         return {"about": list(self.about), "asked": list(self.asked),
                 "unsupported": list(self.unsupported), "unknown": list(self.unknown),
                 "asked_gap": round(self.gap, 4), "expects": self.expects,
+                "expects_what": self.expects_what,
                 "typed_gap": round(self.typed_gap, 4), "speaker": self.speaker,
                 "said_by": self.said_by, "speaker_gap": round(self.speaker_gap, 4),
                 "answer_at": self.answer_at}
@@ -292,6 +294,19 @@ class Expected:
     preposition: bool = False
     #: "How often?": a frequency in words answers as well as a number ("twice a week").
     frequency: bool = False
+
+    @property
+    def what(self) -> str | None:
+        """The answer as a reason names it: "amount of money", "time of day", "number"."""
+        if self.kind is None:
+            return None
+        if self.money:
+            return "amount of money"
+        if self.clock:
+            return "time of day"
+        if self.span:
+            return "duration"
+        return KIND_NOUN[self.kind]
 
 
 #: Nothing checkable.
@@ -864,8 +879,8 @@ _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
               speakers: frozenset[str] = frozenset()
-              ) -> tuple[str | None, float, set[str], str | None]:
-    """The answer's kind, the typed gap (see the module docstring), the best sentence's terms
+              ) -> tuple[Expected, float, set[str], str | None]:
+    """What answers the question (:func:`answer_type`), the typed gap (see the module docstring), the best sentence's terms
     and the sentence whose token stands for the answer (None when none does).
 
     0 when the question's kind is not checkable, or when the sentence that
@@ -877,7 +892,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     expected = answer_type(query, speakers)
     kind = expected.kind
     if kind is None or not terms:
-        return kind, 0.0, set(), None
+        return expected, 0.0, set(), None
     asked = {w.lower().replace("’", "'") for w in re.findall(r"[^\W_][\w'’\-.%]*", query)}
     asked |= {w.rstrip(".") for w in asked} | {w[:-2] for w in asked if w.endswith("'s")}
     frozen = frozenset(asked)
@@ -968,7 +983,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)
             if credit > best_typed:
                 best_typed, answer_at = credit, sents[k]
-    return kind, max(0.0, best_all - best_typed), best_terms, answer_at
+    return expected, max(0.0, best_all - best_typed), best_terms, answer_at
 
 
 # --- who said it: a conversation between named people ------------------------------------
@@ -1156,8 +1171,10 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
     speakers = frozenset(m.group(1).split()[0].lower() for h in top for m in _TURN.finditer(h.text)
                          ) if "many" in query.lower() else frozenset()
-    kind, typed, near_terms, answer_at = typed_gap(query, top, terms, idf, patterns,
-                                        dated=lambda h: note_dated(conn, h.path), speakers=speakers)
+    expected, typed, near_terms, answer_at = typed_gap(query, top, terms, idf, patterns,
+                                                       dated=lambda h: note_dated(conn, h.path),
+                                                       speakers=speakers)
+    kind = expected.kind
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for
@@ -1174,7 +1191,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    unsupported=[written.get(t, t) for t in unsupported],
                    unknown=list(dict.fromkeys(unknown)),
                    found=[written.get(t, t) for t in found[:3]], gap=gap,
-                   expects=kind, typed_gap=typed, near=near, speaker=speaker, said_by=said_by,
+                   expects=kind, expects_what=expected.what, typed_gap=typed, near=near,
+                   speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
                    # Named only when the reader takes it for the answer (no typed gap left).

@@ -681,6 +681,23 @@ def test_a_near_miss_that_holds_every_asked_word_but_no_value(make_kb: Any) -> N
         assert out.exit_code == 0 and says in out.output, out.output
 
 
+
+def test_the_reason_names_the_answer_the_question_wants(make_kb: Any) -> None:
+    """A price is an amount of money: the abstention and --explain say so, not "a number"."""
+    question = "What is the price of the gooseneck kettle?"
+    kb = make_kb({**COFFEE, "kitchen/kettle.md": KETTLE.replace("Its capacity is printed on the base.",
+                                                                "Its price is printed on the tag.")},
+                 name="kettle-price")
+    kb.sync()
+    support, _ = support_of(kb, question)
+    assert support.expects == QUANTITY and support.expects_what == "amount of money"
+    assert support.reason().endswith("but no amount of money near them"), support.reason()
+    out = CliRunner().invoke(cli, ["search", question, "--kb", str(kb.root), "--explain"])
+    assert out.exit_code == 0 and "reader: expects an amount of money, none near" in out.output, out.output
+    assert answer_type("What time is my check-up?").what == "time of day"
+    assert answer_type("What was my finish time?").what == "duration"
+    assert answer_type("Who wrote it?").what == "name" and UNCHECKED.what is None
+
 VITAMIN_CHAT = """
     # Chat session 25
 
