@@ -95,7 +95,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .dialects import doc_aliases
+from .dialects import date_key, doc_aliases
 from .text import NAME_TOKEN_RE, STOPWORDS, name_spans, name_tokens, query_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -859,9 +859,13 @@ def note_dated(conn: Any, path: str) -> bool:
 
     A journal day or a chat session dates what it tells ("I bought the camera."),
     as a date in its title or heading does; a note dated only in front matter
-    shows the date in no sentence.
+    shows the date in no sentence. A file name is read as the journal dialects
+    name their days (:func:`pinakes.dialects.date_key`: Logseq's ``2023_01_01``,
+    Roam's ``January 1st, 2023``) as well as by a day or month inside it
+    (``2024-02-19-session-02``).
     """
-    if _PATH_DAY.search(path):
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if _PATH_DAY.search(path) or date_key(stem):
         return True
     try:
         row = conn.execute("SELECT meta FROM documents WHERE path = ?", (path,)).fetchone()

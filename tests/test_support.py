@@ -882,6 +882,13 @@ JOURNAL = {
 
         The Leica Q2 is still on my wish list, next to a carbon tripod.
         """,
+    # A journal day named as Logseq names them, with a heading of its own: only the file
+    # name, written with underscores, dates it.
+    "journals/2024_03_15.md": """
+        # Repairs
+
+        - Had the Ricoh GR III repaired at the camera shop, shutter fixed.
+        """,
 }
 
 
@@ -893,8 +900,9 @@ def test_a_note_dated_by_front_matter_or_file_name_dates_what_it_tells(make_kb: 
     bought, _ = support_of(kb, "When did I buy the Fuji X100V?")
     sold, _ = support_of(kb, "When did I sell my old Canon?")
     wished, _ = support_of(kb, "When did I buy the Leica Q2?")
-    assert bought.expects == sold.expects == wished.expects == DATE
-    assert bought.typed_gap == 0.0 and sold.typed_gap == 0.0
+    repaired, _ = support_of(kb, "When did I have the Ricoh GR III repaired?")
+    assert bought.expects == sold.expects == wished.expects == repaired.expects == DATE
+    assert bought.typed_gap == 0.0 and sold.typed_gap == 0.0 and repaired.typed_gap == 0.0
     assert wished.typed_gap > 0.0
 
 
