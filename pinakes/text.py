@@ -162,7 +162,7 @@ def word_forms(word: str) -> list[str]:
     if len(word) > 2:  # "payment", "useful", "careless": not for "dr" or "go"
         endings += ["ment", "ments", "ful", "less", "ness", "able"]
     forms = [word, *(word + e for e in endings)]
-    if word.endswith("e"):  # "using", "coder"
+    if word.endswith("e") and len(word) > 2:  # "using", "coder" (not "e" alone: "vitamin E")
         forms += [word[:-1] + e for e in ("ing", "er", "ers", "est", "y")]
     if re.search(r"[^aeiou]y$", word):  # "copies", "copied", "happily"
         forms += [word[:-1] + e for e in ("ies", "ied", "ier", "iers", "iest", "ily")]

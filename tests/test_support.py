@@ -506,6 +506,7 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     ("use", ["using it", "I used", "useful"], ["usual", "usher"]),
     ("copy", ["copies", "copied"], ["copyright"]),
     ("work", ["worked", "working"], ["my workflow", "a workshop"]),
+    ("e", ["vitamin E"], ["a ring", "x and y"]),  # a letter alone loses no "e" to an ending
 ])
 def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
                                                        misses: list[str]) -> None:
