@@ -298,12 +298,9 @@ def _confidence_line(conf: Mapping[str, Any]) -> str:
 def _reader_line(reader: Mapping[str, Any]) -> str:
     """What the confidence's reader found (pinakes.support): the answer kind it looked for,
     the sentence whose token stands for the answer, the asked words no top hit holds."""
-    from .support import KIND_NOUN
-
-    kind = reader.get("expects")
-    what = reader.get("expects_what") or KIND_NOUN.get(kind, kind)
+    what = reader.get("expects_what")
     article = "an" if str(what)[:1] in "aeiou" else "a"
-    if kind is None:
+    if what is None:
         line = "reader: no answer kind checked"
     elif reader.get("answer_at"):
         line = f"reader: expects {article} {what}, found in \"{reader['answer_at']}\""

@@ -95,7 +95,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .dialects import date_key, doc_aliases
+from .dialects import date_key, doc_aliases, strip_suffix
 from .text import NAME_TOKEN_RE, STOPWORDS, name_spans, name_tokens, query_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -125,8 +125,7 @@ class Support:
     unknown: list[str] = field(default_factory=list)  # names found nowhere in the KB, as written
     found: list[str] = field(default_factory=list)  # query terms the best hit holds (no names)
     gap: float = 0.0
-    expects: str | None = None  # the answer's kind (QUANTITY, DATE, NAME, PLACE, COLOUR, WEEKDAY)
-    expects_what: str | None = None  # the answer as a reason names it ("amount of money")
+    expected: Expected = field(default_factory=lambda: UNCHECKED)  # what answers the question
     typed_gap: float = 0.0  # best sentence's share minus the best typed sentence's
     near: list[str] = field(default_factory=list)  # what the best sentence holds, as written
     speaker: str | None = None  # the one speaker of a conversation the question names
@@ -134,6 +133,16 @@ class Support:
     speaker_gap: float = 0.0  # the asked part's share in said_by's words minus in speaker's
     said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
     answer_at: str | None = None  # the sentence whose token stands for the typed answer
+
+    @property
+    def expects(self) -> str | None:
+        """The answer's kind (QUANTITY, DATE, NAME, PLACE, COLOUR, WEEKDAY), or None."""
+        return self.expected.kind
+
+    @property
+    def expects_what(self) -> str | None:
+        """The answer as a reason names it ("amount of money", "number")."""
+        return self.expected.what
 
     @property
     def typed_missing(self) -> float:
@@ -169,7 +178,7 @@ class Support:
             return f"{head}nothing on {_quoted(self.unsupported)}"
         if self.expects and self.typed_missing >= 0.5:
             near = self.near or self.about or self.found
-            what = self.expects_what or KIND_NOUN[self.expects]
+            what = self.expects_what
             if not near:
                 return f"no {what} in the best matches"
             return f"found {_quoted(near, 'and')}, but no {what} near {'it' if len(near) == 1 else 'them'}"
@@ -864,8 +873,7 @@ def note_dated(conn: Any, path: str) -> bool:
     Roam's ``January 1st, 2023``) as well as by a day or month inside it
     (``2024-02-19-session-02``).
     """
-    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if _PATH_DAY.search(path) or date_key(stem):
+    if _PATH_DAY.search(path) or date_key(strip_suffix(path).rsplit("/", 1)[-1]):
         return True
     try:
         row = conn.execute("SELECT meta FROM documents WHERE path = ?", (path,)).fetchone()
@@ -1195,7 +1203,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    unsupported=[written.get(t, t) for t in unsupported],
                    unknown=list(dict.fromkeys(unknown)),
                    found=[written.get(t, t) for t in found[:3]], gap=gap,
-                   expects=kind, expects_what=expected.what, typed_gap=typed, near=near,
+                   expected=expected, typed_gap=typed, near=near,
                    speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],

@@ -188,17 +188,16 @@ def term_pattern(term: str) -> re.Pattern[str]:
     # lookbehind over "one word character + the stem": the same matches and spans
     # as a leading (?<![^\W_]), but the regex engine can scan for the literal
     # first, which is ~3x faster (search runs this on every lexical candidate).
+    ends = ""
     if stem == term and not term.isdigit():
         # A short word is kept whole: it ends in one of its own inflections, so "dr" does
         # not find "drive", "cat" not "category", "work" not "workflow".
         forms = word_forms(term)
         stem = os.path.commonprefix(forms)
-        ends = "|".join(re.escape(f[len(stem):]) for f in sorted(forms, key=len, reverse=True))
-        lit = re.escape(stem)
-        pattern = lit + r"(?<![^\W_]" + lit + ")(?:" + ends + r")(?![^\W_])"
-    else:
-        lit = re.escape(stem)
-        pattern = lit + r"(?<![^\W_]" + lit + ")"
+        tails = "|".join(re.escape(f[len(stem):]) for f in sorted(forms, key=len, reverse=True))
+        ends = f"(?:{tails})" + r"(?![^\W_])"
+    lit = re.escape(stem)
+    pattern = lit + r"(?<![^\W_]" + lit + ")" + ends
     # "pay" finds "paid", "bought" finds "buy": an irregular verb's other forms, whole.
     whole = re.compile(pattern, re.IGNORECASE)
     others = [f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if not whole.fullmatch(f)]
