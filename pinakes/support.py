@@ -14,7 +14,8 @@ the question is split in two:
   (:func:`pinakes.text.name_spans`), read from the store, so it works with no
   graph plugin installed;
 * **what it asks**: the remaining content words ("invented", "learning
-  rate"), without the quantity word of "how many / how much / how long".
+  rate"), without the dimension word of "how many / how much / how big"
+  (:data:`pinakes.text.DIMENSIONS`).
 
 and three things are measured, cheaply (regexes over the few hits the search
 already holds, IDF from the search's own cache):
@@ -96,15 +97,21 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .dialects import date_key, doc_aliases, strip_suffix
-from .text import NAME_TOKEN_RE, STOPWORDS, name_spans, name_tokens, query_terms, term_pattern
+from .text import (
+    HOW_DIMENSION_RE,
+    NAME_TOKEN_RE,
+    STOPWORDS,
+    content_terms,
+    name_spans,
+    name_tokens,
+    term_pattern,
+)
 
 if TYPE_CHECKING:
     from .kb import KB
 
 #: How many of the top hits may hold the asked part (the search's own best few).
 SUPPORT_HITS = 3
-#: "how many milligrams": the quantity word asks for a number, no text will hold it.
-_QUANTITY = re.compile(r"\bhow\s+(many|much|long|often|far|old)\b", re.IGNORECASE)
 #: Words as written, for telling names (capitals, digits) from ordinary words.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 #: A lower-case word with digits between letters is shorthand for words ("seq2seq" for
@@ -657,8 +664,7 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         return Expected(QUANTITY)
     if main.startswith("how often"):
         return Expected(QUANTITY, frequency=True)
-    if re.match(r"how\s+(?:long|old|far|often|big|large|small|fast|tall|high|wide|deep|heavy|"
-                r"quickly|soon)\b", main):
+    if HOW_DIMENSION_RE.match(main):  # "how long / old / far / big ...": a number
         return Expected(QUANTITY)
     if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):
         return Expected(DATE)
@@ -886,6 +892,15 @@ def note_dated(conn: Any, path: str) -> bool:
 
 #: A pronoun that points back to what the sentence before spoke of.
 _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
+#: A word that names one thing: a capital followed by small letters or digits ("Samsung",
+#: "T7", "X100V") past a sentence's first word. All capitals ("TB", "NFL") are left out:
+#: units and acronyms name kinds of things as often as one thing.
+_NAMED = re.compile(r"(?<=\s)[A-Z](?=[\w\-]*[a-z0-9])[\w\-]*")
+
+
+def _named(sentence: str, asked: frozenset[str]) -> set[str]:
+    """The names ``sentence`` mentions that the question does not."""
+    return {w.lower() for w in _NAMED.findall(sentence)} - asked
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -963,6 +978,13 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             typed[hi, si] = holds_typed(expected, per_hit[hi][0][si], frozen)
         return typed[hi, si]
 
+    names: dict[tuple[int, int], set[str]] = {}
+
+    def names_of(hi: int, si: int) -> set[str]:
+        if (hi, si) not in names:
+            names[hi, si] = _named(per_hit[hi][0][si], frozen)
+        return names[hi, si]
+
     best_typed, answer_at = 0.0, None
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
@@ -976,6 +998,11 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         # 5K." ... "I finished in 27 minutes.").
         here = turn[si]
         partners = {k for k in (si - 1, si + 1) if 0 <= k < len(sents)}
+        # "Time Machine to a Samsung T7 drive. (...) The T7 holds 2 TB.": a sentence of the
+        # same section that names what this one names speaks of the same thing.
+        mine = names_of(hi, si) if kind in (QUANTITY, DATE) else set()
+        same = {k for k in range(len(sents)) if k != si and mine & names_of(hi, k)} if mine else set()
+        partners |= same
         if here is not None:
             partners |= {k for k, there in enumerate(turn) if there is not None and k != si
                          and there[0] == here[0] and abs(there[1] - here[1]) in (0, 2)}
@@ -989,8 +1016,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             # is the next sentence and points back ("My shoes are Saucony Rides. I bought
             # *them* for $140."), the two answer together.
             both = matched[hi, si] | matched[hi, k]
-            back = k == si + 1 and bool(_BACK.search(sents[k]))
-            own = ((both != matched[hi, si] or back) and (told or paragraph[k] == paragraph[si])
+            back = k == si + 1 and bool(_BACK.search(sents[k])) or k in same
+            own = ((both != matched[hi, si] or back)
+                   and (told or k in same or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
             credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)
             if credit > best_typed:
@@ -1138,8 +1166,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     them already).
     """
     trigram = tokenizer == "trigram"
-    quantity = {m.group(1).lower() for m in _QUANTITY.finditer(query)}
-    terms = [t for t in query_terms(query, cjk_bigrams=not trigram) if t not in quantity]
+    # "how many milligrams": the dimension word asks for a number, no text holds it.
+    terms = content_terms(query, cjk_bigrams=not trigram)
     if not terms:
         return Support()
     names = known_names(kb, conn, generation)

@@ -66,6 +66,34 @@ def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = Tr
     return content or terms
 
 
+#: The word after "how" that names the dimension of the answer: "how much", "how big",
+#: "how long". The answer is a value ("200 mg", "2 TB", "3 hours") that seldom repeats
+#: the word, so neither the lexical weights nor the reader ask a text to hold it.
+DIMENSIONS = ("much", "many", "long", "often", "far", "old", "big", "large", "small", "fast",
+              "tall", "high", "wide", "deep", "heavy", "quickly", "soon")
+HOW_DIMENSION_RE = re.compile(r"\bhow\s+(" + "|".join(DIMENSIONS) + r")\b", re.IGNORECASE)
+
+
+def dimension_words(query: str) -> set[str]:
+    """The dimension words of ``query``'s "how much / how big" phrases, lower-cased.
+
+    A word the query also uses elsewhere stays a term: "how long is the long run"
+    still looks for "long".
+    """
+    how = [m.group(1).lower() for m in HOW_DIMENSION_RE.finditer(query)]
+    if not how:
+        return set()
+    words = [t.lower() for t in _TERM_RE.findall(query)]
+    return {w for w in set(how) if words.count(w) == how.count(w)}
+
+
+def content_terms(query: str, cjk_bigrams: bool = True) -> list[str]:
+    """:func:`query_terms` less the dimension words: what a text holding the answer
+    shares with the question. Empty when the question is only "how much?"."""
+    drop = dimension_words(query)
+    return [t for t in query_terms(query, cjk_bigrams=cjk_bigrams) if t not in drop]
+
+
 def content_words(text: str) -> list[str]:
     """The words a link's context keeps: search terms without bare numbers or single letters.
 

@@ -43,7 +43,7 @@ from pinakes.support import (
     turns,
     typed_gap,
 )
-from pinakes.text import name_spans, name_tokens, query_terms, term_pattern
+from pinakes.text import content_terms, name_spans, name_tokens, query_terms, term_pattern
 
 COFFEE = {
     "coffee/french-press.md": """
@@ -539,6 +539,23 @@ def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(1 / 3)
 
 
+def test_a_later_sentence_that_names_the_same_thing_answers_with_it() -> None:
+    """"... a Samsung T7 drive every night. (two list items) The T7 holds 2 TB.": the value
+    is stated of the thing the best sentence names, so the two answer together; a value
+    of something else in the same note does not."""
+    question = "How big is the backup drive?"
+    terms = ["backup", "drive"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    items = ("- Backup: Time Machine to a Samsung T7 drive every night.\n"
+             "- Photos: synced to Backblaze as well.\n- Passwords: in a family plan.\n\n")
+    hit = SimpleNamespace(title="Home", heading_path=[], text=items + "The T7 holds 2 TB.")
+    expected, gap, _, answer_at = typed_gap(question, [hit], terms, idf, patterns)
+    assert expected.kind == QUANTITY and gap == 0.0 and answer_at == "The T7 holds 2 TB."
+    hit.text = items + "The old Synology holds 4 TB."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 1.0
+
+
 def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
     """"I ran the charity 5K." -- "How did it go?" -- "I finished in 27 minutes.": the number
     answers with the teller's earlier turn; the other speaker's number does not."""
@@ -698,6 +715,30 @@ def test_the_reason_names_the_answer_the_question_wants(make_kb: Any) -> None:
     assert answer_type("What time is my check-up?").what == "time of day"
     assert answer_type("What was my finish time?").what == "duration"
     assert answer_type("Who wrote it?").what == "name" and UNCHECKED.what is None
+
+def test_the_dimension_word_of_how_big_is_asked_of_no_text(make_kb: Any) -> None:
+    """"How heavy" wants a weight ("900 g"), which never says "heavy": the reader asks no
+    note for the word, so what is missing is the value, and the reason says so."""
+    assert content_terms("How heavy is the gooseneck kettle?") == ["gooseneck", "kettle"]
+    assert content_terms("How much magnesium do I take?") == ["magnesium", "take"]
+    assert content_terms("How long is the long run?") == ["long", "run"]  # "long" asked too
+    assert content_terms("How many?") == [] and query_terms("How many?") == ["many"]
+    question = "How heavy is the gooseneck kettle?"
+    seen = {}
+    for label, body in (("near", KETTLE), ("answered", KETTLE.replace(
+            "Its capacity is printed on the base.", "It weighs 900 g when empty."))):
+        kb = make_kb({**COFFEE, "kitchen/kettle.md": body}, name=f"heavy-{label}")
+        kb.sync()
+        seen[label] = (kb.search(question), *support_of(kb, question))
+    for label, (_, support, x) in seen.items():
+        assert support.unsupported == [] and "heavy" not in support.asked, label
+        assert x[FEATURES.index("asked_gap")] == 0.0, label
+    near, support, x = seen["near"]
+    assert near.abstained and x[FEATURES.index("typed_missing")] == 1.0
+    assert support.reason() == "found 'kettle' and 'gooseneck', but no number near them"
+    answered, found, _ = seen["answered"]
+    assert not answered.abstained and found.answer_at == "It weighs 900 g when empty."
+
 
 VITAMIN_CHAT = """
     # Chat session 25
