@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .text import fts_query
+from .text import fts_query, other_forms
 
 
 def generation_memo(memo: dict[str, Any], generation: int) -> dict[str, Any]:
@@ -37,7 +37,14 @@ def chunk_count(memo: dict[str, Any], conn: Any, generation: int, held: int) -> 
 
 def idf(memo: dict[str, Any], conn: Any, generation: int, terms: list[str], total: int,
          tokenizer: str) -> dict[str, float]:
-    """IDF of each term over chunks, cached per store generation."""
+    """IDF of each term over chunks, cached per store generation.
+
+    A term's chunks are those holding any of its forms, the irregular ones included
+    (:func:`pinakes.text.other_forms`), as the patterns this IDF weighs find them
+    (:func:`pinakes.text.term_pattern`): "take" is as common as "take", "took" and
+    "taken" together, not the rarest word of a question whose notes say "took". The
+    lexical query itself searches the forms as typed (``fts_terms``).
+    """
     cache = generation_memo(memo, generation)
     # Document frequencies by term, in their own table: a term such as "generation"
     # must not collide with the cache's own keys.
@@ -46,7 +53,7 @@ def idf(memo: dict[str, Any], conn: Any, generation: int, terms: list[str], tota
     for t in terms:
         df = dfs.get(t)
         if df is None:
-            match = fts_terms([t], tokenizer)
+            match = fts_terms([t, *other_forms(t)], tokenizer)
             # A term the tokenizer cannot match (trigram: under 3 characters) has no df.
             df = int(conn.execute(
                 "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)

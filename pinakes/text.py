@@ -179,6 +179,17 @@ _SHORT_FORMS: dict[str, tuple[str, ...]] = {
 }
 
 
+def other_forms(term: str) -> tuple[str, ...]:
+    """The words ``term`` stands for that share no stem with it: an irregular verb's other
+    forms ("pay" -> "paid", "bought" -> "buy") and a title's short form ("doctor" -> "dr").
+
+    One list for every reader of a term: the lexical query and its IDF
+    (:mod:`pinakes.termstats`) and the patterns of the coverage weights and the
+    confidence (:func:`term_pattern`), so a note's "I paid" counts for "pay" everywhere.
+    """
+    return tuple(f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if f != term)
+
+
 def word_forms(word: str) -> list[str]:
     """A word and the forms English inflection and the commonest suffixes give it: "run" ->
     "runs", "running", "runner"; "use" -> "used", "using", "useful"; "copy" -> "copies".
@@ -228,7 +239,7 @@ def term_pattern(term: str) -> re.Pattern[str]:
     pattern = lit + r"(?<![^\W_]" + lit + ")" + ends
     # "pay" finds "paid", "bought" finds "buy": an irregular verb's other forms, whole.
     whole = re.compile(pattern, re.IGNORECASE)
-    others = [f for f in (*verb_forms(term), *_SHORT_FORMS.get(term, ())) if not whole.fullmatch(f)]
+    others = [f for f in other_forms(term) if not whole.fullmatch(f)]
     if others:
         pattern = f"(?:{pattern}|\\b(?:{'|'.join(map(re.escape, others))})\\b)"
     return re.compile(pattern, re.IGNORECASE)

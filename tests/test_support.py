@@ -43,6 +43,8 @@ from pinakes.support import (
     turns,
     typed_gap,
 )
+from pinakes.termstats import chunk_count
+from pinakes.termstats import idf as term_idf
 from pinakes.text import content_terms, name_spans, name_tokens, query_terms, term_pattern
 
 COFFEE = {
@@ -738,6 +740,35 @@ def test_the_dimension_word_of_how_big_is_asked_of_no_text(make_kb: Any) -> None
     assert support.reason() == "found 'kettle' and 'gooseneck', but no number near them"
     answered, found, _ = seen["answered"]
     assert not answered.abstained and found.answer_at == "It weighs 900 g when empty."
+
+
+def test_a_verb_is_as_common_as_all_its_forms(make_kb: Any) -> None:
+    """The notes say "took", never "take": "take" is still a common word of the KB, not the
+    rarest word of "How much magnesium do I take?", so the sentence that matches the
+    question best is the magnesium one, not "Restore took about 3 hours"."""
+    kb = make_kb({
+        "health/sleep.md": """
+            # Sleep
+
+            What helps: no screens after 22:15, and magnesium glycinate, 200 mg, an hour
+            before bed.
+            """,
+        "tools/backups.md": """
+            # Backups
+
+            The laptop backs up every night. Restore was last tested in January and took
+            about 3 hours.
+            """,
+        "travel/train.md": "# Train\n\nThe train took us to Kyoto and then we took a bus.\n",
+    }, name="took")
+    kb.sync()
+    store = kb.reader()
+    memo: dict[str, Any] = {}
+    total = chunk_count(memo, store.conn, store.generation, 0)
+    idf = term_idf(memo, store.conn, store.generation, ["take", "took", "magnesium"], total, "porter")
+    assert idf["take"] == idf["took"] < idf["magnesium"]
+    support, _ = support_of(kb, "How much magnesium do I take?")
+    assert support.answer_at is not None and support.answer_at.startswith("What helps"), support.answer_at
 
 
 VITAMIN_CHAT = """
