@@ -377,6 +377,8 @@ _NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten e
     seventy eighty ninety hundred hundreds thousand thousands million millions billion billions
     dozen dozens half thrice several few couple daily weekly monthly yearly hourly nightly
     annually""".split())
+#: Number words that give no value: "a few minutes" is no finish time.
+_VAGUE = frozenset(("few", "several", "couple"))
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
 _MONTH_NAME = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
@@ -780,6 +782,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             if not units:
                 if w in _NUMBER_WORDS:
                     return True
+            elif w in _VAGUE:
+                continue  # "the first few minutes", "several days": no value was given
             elif i + 1 < len(words) and _singular(words[i + 1]) in {_singular(u) for u in units}:
                 return True  # "fifteen grams", "a day", "an hour"
         return False

@@ -416,6 +416,11 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(span, "I crossed the line after 27 minutes.", frozenset())
     assert holds_typed(span, "It took me an hour.", frozenset())
     assert not holds_typed(span, "I ran the Turkey Trot 5K on November 28.", frozenset())
+    # "A few minutes", "several hours" give no value: no finish time, no count of days.
+    assert not holds_typed(span, "Be patient for the first few minutes.", frozenset())
+    assert not holds_typed(span, "It took several hours.", frozenset())
+    assert not holds_typed(days, "A check-only run takes a couple days.", frozenset())
+    assert holds_typed(days, "A check-only run takes a day or two.", frozenset())
     # Seconds glued to a number ("58s") are a span; a model's plural or a decade is not.
     assert holds_typed(span, "I finished in 58s.", frozenset())
     assert not holds_typed(span, "I replaced my shoes with Hoka Clifton 9s.", frozenset())
