@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import textwrap
@@ -81,6 +82,12 @@ def test_summary_metrics_by_hand() -> None:
     assert s["latency_ms_p50"] == pytest.approx(25.0)
     assert s["latency_ms_p95"] == pytest.approx(38.5)
     assert s["cost_eur_per_query"] == 0.0
+    # ECE, one question per bin: |0.9 - 1| + |0.1 - 1| + |0.05 - 0| + |0.2 - 0|, over 4.
+    assert s["ece"] == pytest.approx(1.25 / 4)
+    # No confidence (no calibration in force): no ECE, rather than one of made-up zeros.
+    blind = _outcomes()
+    blind[0].confidence = None
+    assert M.summarise(blind)["ece"] is None
 
 
 def test_grouped_metrics_per_class_and_type() -> None:
@@ -563,9 +570,13 @@ def test_eval_golden_end_to_end_through_the_cli(small_kb, tmp_path: Path) -> Non
     assert out["settings"][1]["channels"] == ["lexical"]
     page = report.read_text()
     assert page.startswith("<!doctype html>") and "<svg" in page and "<script" not in page
+    assert 0.0 <= m["all"]["ece"] <= 1.0  # the shipped calibration is in force
     human = runner.invoke(cli, ["eval", "--kb", str(small_kb.root)])
     assert human.exit_code == 0, human.output
     assert "multi-hop" in human.output and "€0.00" in human.output
+    # The confidence in force, read against what sampling noise gives on 5 questions.
+    assert re.search(r"^confidence \(\w+\): on 5 questions a perfectly calibrated confidence "
+                     r"shows ECE [0-9.]+ on average", human.output, re.M), human.output
     # A golden entry that names no document is an error in the golden set, not a miss.
     golden.write_text(SMALL_GOLDEN.replace("garden/tomatoes.md", "garden/potatoes.md"))
     broken = runner.invoke(cli, ["eval", "--kb", str(small_kb.root)])

@@ -222,8 +222,28 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         echo_json(run.to_dict())
         return
     _print_human(run)
+    if in_force and not calibrate and calib_setting is not None:
+        _print_confidence_check(run.run(calib_setting.name))
     if report_path:
         click.echo(f"report: {report_path}")
+
+
+def _print_confidence_check(setting_run: Any) -> None:
+    """How well the confidence in force fits this golden set, read against sampling noise.
+
+    The shipped calibration was fitted on other KBs: on a KB unlike them (a few dozen
+    chunks, say) it can be off, and this line says so and what to run.
+    """
+    from ..evaluation.calibration import ece_floor, floor_sentence
+
+    ece = setting_run.metrics["all"].get("ece")
+    if ece is None:
+        return
+    floor = ece_floor([float(o.confidence or 0.0) for o in setting_run.outcomes])
+    line = f"confidence ({setting_run.setting.name}): {floor_sentence(floor, len(setting_run.outcomes), ece)}"
+    if ece > floor.p90:
+        line += "; `pnk eval --calibrate` fits one for this KB"
+    click.echo(line)
 
 
 def _explain_one(kb: KB, questions: Any, relevant: Any, qid: str, matrix: str | None,

@@ -19,6 +19,9 @@ Definitions (the ones ``docs/benchmarks.md`` and ``golden/README.md`` quote):
   question was unanswerable, or its evidence was not in the top ``k``).
   ``None`` when nothing abstained.
 * **latency**: percentiles (linear interpolation) of the per-query time.
+* **ece**: ten-bin expected calibration error of the confidence against being
+  covered (unanswerable questions and misses count as not covered, as in the
+  calibration's own fit); ``None`` when any search had no confidence.
 """
 
 from __future__ import annotations
@@ -112,6 +115,13 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     out["abstain_precision"] = (
         sum(1 for o in abstained if not o.covered) / len(abstained) if abstained else None
     )
+    confidences = [o.confidence for o in outcomes]
+    out["ece"] = None
+    if outcomes and all(c is not None for c in confidences):
+        from .calibration import expected_calibration_error  # numpy only; no cycle at import
+
+        out["ece"] = expected_calibration_error(
+            [float(c or 0.0) for c in confidences], [1.0 if o.covered else 0.0 for o in outcomes])
     lat = [o.latency_ms for o in outcomes]
     out["latency_ms_p50"] = percentile(lat, 50)
     out["latency_ms_p95"] = percentile(lat, 95)
