@@ -118,7 +118,7 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     confidences = [o.confidence for o in outcomes]
     out["ece"] = None
     if outcomes and all(c is not None for c in confidences):
-        from .calibration import expected_calibration_error  # numpy only; no cycle at import
+        from .calibration import expected_calibration_error  # here: metrics stays import-light
 
         out["ece"] = expected_calibration_error(
             [float(c or 0.0) for c in confidences], [1.0 if o.covered else 0.0 for o in outcomes])
