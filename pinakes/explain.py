@@ -299,14 +299,13 @@ def _reader_line(reader: Mapping[str, Any]) -> str:
     """What the confidence's reader found (pinakes.support): the answer kind it looked for,
     the sentence whose token stands for the answer, the asked words no top hit holds."""
     what = reader.get("expects_what")
-    article = "an" if str(what)[:1] in "aeiou" else "a"
     if what is None:
         line = "reader: no answer kind checked"
-    elif reader.get("answer_at"):
-        line = f"reader: expects {article} {what}, found in \"{reader['answer_at']}\""
     else:
-        line = (f"reader: expects {article} {what}, none near the best-matching "
-                f"sentence (typed gap {_n(reader.get('typed_gap'), 2)})")
+        expects = f"reader: expects {'an' if what[:1] in 'aeiou' else 'a'} {what}"
+        line = (f"{expects}, found in \"{reader['answer_at']}\"" if reader.get("answer_at") else
+                f"{expects}, none near the best-matching sentence "
+                f"(typed gap {_n(reader.get('typed_gap'), 2)})")
     if reader.get("unsupported"):
         line += "; no top hit holds " + ", ".join(f"'{w}'" for w in reader["unsupported"])
     if reader.get("said_by") and reader.get("speaker"):

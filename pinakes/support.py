@@ -1020,8 +1020,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             # is the next sentence and points back ("My shoes are Saucony Rides. I bought
             # *them* for $140."), the two answer together.
             both = matched[hi, si] | matched[hi, k]
-            back = k == si + 1 and bool(_BACK.search(sents[k])) or k in same
-            own = ((both != matched[hi, si] or back)
+            # It speaks of the same thing: it repeats a name, or it is next and points back.
+            refers = k in same or k == si + 1 and bool(_BACK.search(sents[k]))
+            own = ((both != matched[hi, si] or refers)
                    and (told or k in same or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
             credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)

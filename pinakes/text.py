@@ -68,7 +68,8 @@ def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = Tr
 
 #: The word after "how" that names the dimension of the answer: "how much", "how big",
 #: "how long". The answer is a value ("200 mg", "2 TB", "3 hours") that seldom repeats
-#: the word, so neither the lexical weights nor the reader ask a text to hold it.
+#: the word, so the confidence's reader does not ask a text to hold it (the lexical
+#: stage still searches it: docs/benchmarks.md, "Tried for the reader").
 DIMENSIONS = ("much", "many", "long", "often", "far", "old", "big", "large", "small", "fast",
               "tall", "high", "wide", "deep", "heavy", "quickly", "soon")
 HOW_DIMENSION_RE = re.compile(r"\bhow\s+(" + "|".join(DIMENSIONS) + r")\b", re.IGNORECASE)
