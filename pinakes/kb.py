@@ -576,11 +576,12 @@ class KB:
         The KB's own ``golden/calibration.json`` (or ``[retrieval] calibration``)
         wins over the one shipped for the default embedder. A missing,
         unreadable or mismatched file (another embedder, another feature set)
-        gives None rather than a number that no longer means what it says.
+        gives None rather than a number that no longer means what it says,
+        except that a stale own file at its default place gives way to the
+        shipped calibration (:func:`pinakes.evaluation.calibration.load_in_force`).
         Re-read only when the file changes (one stat per search).
         """
-        from .errors import CalibrationError
-        from .evaluation.calibration import Calibration, calibration_path
+        from .evaluation.calibration import calibration_path, load_in_force
 
         path = calibration_path(self)
         try:
@@ -590,14 +591,7 @@ class KB:
         cached = self._calibration
         if cached is not None and cached[0] == key:
             return cached[1]
-        model = None
-        if key is not None and path is not None:
-            try:
-                model = Calibration.load(path)
-            except CalibrationError:
-                model = None
-            if model is not None and not model.matches(self.config.embedder_id):
-                model = None
+        model = load_in_force(self, path)[0] if key is not None else None
         self._calibration = (key, model)
         return model
 

@@ -634,10 +634,30 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     assert off_topic.confidence is not None and off_topic.confidence < 0.25
     assert off_topic.abstained
 
-    # A calibration for another embedder is not used: confidence is unknown again.
+    # A calibration for another embedder (or, after an upgrade, another feature set) no
+    # longer means what it says: the shipped one stands in, and doctor says what to run.
     saved["embedder"] = "some-other-embedder"
     (root / "golden" / "calibration.json").write_text(json.dumps(saved))
-    assert kb.search("Which two free parameters does Okapi BM25 use?").confidence is None
+    stood_in = kb.calibration()
+    assert stood_in is not None and stood_in.path == C.packaged_calibration_path(kb.config.embedder_id)
+    assert kb.search("Which two free parameters does Okapi BM25 use?").confidence is not None
+    report = kb.doctor()
+    assert "`pnk eval --calibrate`" in report["calibration"]["problem"]
+    assert report["calibration"]["in_force"] == f"shipped for {kb.config.embedder_id}"
+    human = runner.invoke(cli, ["doctor", "--kb", str(root)])
+    assert "warning: golden/calibration.json is unreadable or was fitted for another" in human.output
+    # Named in pinakes.toml, the stale file is not replaced: confidence is unknown.
+    toml = root / "pinakes.toml"
+    toml.write_text(toml.read_text().replace("[retrieval]\n", '[retrieval]\ncalibration = "golden/calibration.json"\n'))
+    named = KB.open(root)
+    named._embedder = example_kb.embedder
+    assert named.calibration() is None
+    assert named.search("Which two free parameters does Okapi BM25 use?").confidence is None
+    # Refitted, the KB's own is in force again and the warning is gone.
+    assert runner.invoke(cli, ["eval", "--kb", str(root), "--calibrate"]).exit_code == 0
+    again = KB.open(root)
+    assert again.calibration() is not None and again.calibration().path == root / "golden" / "calibration.json"
+    assert again.doctor()["calibration"] == {"in_force": "golden/calibration.json", "problem": None}
 
 
 def test_packaged_default_calibration_is_used_without_a_kb_one(small_kb) -> None:

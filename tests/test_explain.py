@@ -175,7 +175,7 @@ def test_search_cli_explain_human_and_json(example_kb: KB) -> None:
     data = json.loads(js.output)
     assert data["explain"]["lexical"]["terms"][0]["term"] == "posted"
     assert {t["term"] for t in data["explain"]["lexical"]["terms"]} >= {"hipporag", "lightrag"}
-    assert set(data["explain"]["confidence"]["features"]) >= {"cos_top1", "graph_used"}
+    assert set(data["explain"]["confidence"]["features"]) >= {"cos_top1", "asked_gap"}
     assert "reader:" in out and data["explain"]["confidence"]["reader"]["asked"]
     for hit in data["hits"]:
         e = hit["explain"]

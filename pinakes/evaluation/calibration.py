@@ -18,10 +18,6 @@ per-query cost is a few dot products and one tiny SQL lookup:
     the best share any lexical candidate reaches (0 with no lexical list);
 ``agreement``
     1 when the lexical and the dense lists put the same document first;
-``graph_used``
-    1 when a graph channel reordered the result (the query named an entity),
-    so a calibration fitted with the default channel on knows how much the
-    graph's reordering is worth;
 ``asked_gap`` / ``unknown_name`` / ``typed_missing``
     whether the top hits support what the question *asks*, not only what it
     is about (:mod:`pinakes.support`): the largest share of the query's IDF
@@ -30,10 +26,22 @@ per-query cost is a few dot products and one tiny SQL lookup:
     sentences that match the question best are from holding a token of the
     kind it asks for (a number for "how many", a date for "when", a name for
     "who"). They are what tells a near miss (the notes name the subject,
-    never the asked fact) from an answer.
+    never the asked fact) from an answer;
+``other_speaker``
+    in a conversation between named people, how much of the question only
+    another speaker's words hold (:mod:`pinakes.support`).
 
-Every feature but the last is read from the hybrid's own two lists, before
-any graph channel: the channel adds evidence to the ranking, and the
+Whether a graph channel reordered the result is *not* a feature (it was one
+until 2026-12-04). On the fit sources the graph answers nearly every in-domain
+question, and in-domain questions it leaves alone are covered as often (example
+KB and docs-dev 3 of 3, vault-dev 70 % against 72 %), so its slope was learnt
+from the cross-domain negatives alone: it read as "this question belongs to the
+KB". A KB the graph has nothing to say about (a chat log without links, a flat
+folder of notes) then lost a logit on every question, and was under-confident
+(docs/benchmarks.md, "Near misses").
+
+Every feature is read from the hybrid's own two lists, before any graph
+channel: the channel adds evidence to the ranking, and the
 calibration, fitted with the channel on (``pnk eval --calibrate`` on the
 KB's default channel), maps the hybrid's evidence to the probability that the
 *final* top k holds the answer. A calibration records the channel it was
@@ -68,9 +76,9 @@ if TYPE_CHECKING:
     from ..kb import KB
 
 FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
-            "graph_used", "asked_gap", "unknown_name", "typed_missing", "other_speaker")
+            "asked_gap", "unknown_name", "typed_missing", "other_speaker")
 #: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
-FEATURE_SET = "v6:" + ",".join(FEATURES)
+FEATURE_SET = "v7:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -104,7 +112,7 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
     top_id = int(hits[0].chunk_id) if hits else -1
     # The best score possible counts lexical and dense even when a list came back empty:
     # an empty lexical list (no query word anywhere) is evidence of "nothing here".
-    # The hybrid's two lists only: the graph's evidence enters as graph_used.
+    # The hybrid's two lists only (see the module docstring on the graph).
     best = float(cfg.get("lexical_weight", 1.0)) + float(cfg.get("dense_weight", 1.0))
     rrf_k = float(cfg["rrf_k"])
     hybrid_top = getattr(lists, "hybrid_top", None)
@@ -135,12 +143,10 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             ).fetchall()
             docs = {int(r[0]): int(r[1]) for r in rows}
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
-    graph_used = 1.0 if ranked.get("graph") else 0.0
     support = assess_search(kb, hits, lists)
     gap, unknown, typed, other = support.features if support is not None else (0.0, 0.0, 0.0, 0.0)
     return np.array(
-        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, graph_used,
-         gap, unknown, typed, other],
+        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, gap, unknown, typed, other],
         dtype=np.float64,
     )
 
@@ -570,6 +576,43 @@ def calibration_path(kb: KB) -> Path | None:
     if own.is_file():
         return own
     return packaged_calibration_path(kb.config.embedder_id)
+
+
+def load_in_force(kb: KB, path: Path | None) -> tuple[Calibration | None, str | None]:
+    """The calibration searches use, given :func:`calibration_path`; and why the KB's own was passed over.
+
+    A file that is unreadable or fitted for another embedder or feature set gives
+    None: its numbers no longer mean what they say. The one exception is the
+    KB's own ``golden/calibration.json`` at its default place, gone stale because
+    an upgrade changed the features: then the calibration shipped for the
+    embedder stands in (it is fitted too, only not on this KB), and the second
+    value says so, for ``pnk doctor``, until ``pnk eval --calibrate`` refits it.
+    An explicit ``[retrieval] calibration`` is never replaced.
+    """
+    if path is None:
+        return None, None
+    embedder_id = kb.config.embedder_id
+    model = _matching(path, embedder_id)
+    if model is not None or path != kb.root / KB_CALIBRATION or not path.is_file():
+        return model, None
+    if str(kb.config.retrieval.get("calibration", "") or "").strip():
+        return None, None
+    shipped = packaged_calibration_path(embedder_id)
+    fallback = _matching(shipped, embedder_id) if shipped is not None else None
+    why = (f"{KB_CALIBRATION} is unreadable or was fitted for another embedder or feature set; "
+           + ("searches use the calibration shipped for this embedder" if fallback is not None
+              else "confidence stays unknown")
+           + " until `pnk eval --calibrate` fits it again")
+    return fallback, why
+
+
+def _matching(path: Path, embedder_id: str) -> Calibration | None:
+    """The calibration at ``path`` if it loads and fits this embedder and this code's features."""
+    try:
+        model = Calibration.load(path)
+    except CalibrationError:
+        return None
+    return model if model.matches(embedder_id) else None
 
 
 def write_target(kb: KB) -> Path:
