@@ -500,7 +500,8 @@ SPAN_UNITS = ("s", "sec", "secs", "second", "seconds", "min", "mins", "minute", 
 #: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
 _DURATIONS = frozenset("""finish race lap running completion response load loading build compile
     boot startup wait waiting travel commute cooking baking flight driving render rendering
-    processing""".split())
+    processing goal marathon triathlon swim hike workout reaction turnaround lead cycle
+    recovery charging screen download upload transit""".split())
 _NOUN_STOP = frozenset({"per", "each", "every", "across", "within", "without", "among"})
 _PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "data"})
 

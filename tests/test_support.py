@@ -416,6 +416,11 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(span, "I crossed the line after 27 minutes.", frozenset())
     assert holds_typed(span, "It took me an hour.", frozenset())
     assert not holds_typed(span, "I ran the Turkey Trot 5K on November 28.", frozenset())
+    # So is a goal time, a lead time, screen time: "April 2025" is the race's month, not the goal.
+    goal = answer_type("What is my marathon goal time?")
+    assert goal.span and not holds_typed(goal, "Training for the Rotterdam Marathon, April 2025.", frozenset())
+    assert holds_typed(goal, "Goal: under 3:30 this time.", frozenset())
+    assert answer_type("What is the lead time for the parts?").span
     # "A few minutes", "several hours" give no value: no finish time, no count of days.
     assert not holds_typed(span, "Be patient for the first few minutes.", frozenset())
     assert not holds_typed(span, "It took several hours.", frozenset())
