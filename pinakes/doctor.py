@@ -103,9 +103,10 @@ def diagnose(kb: KB) -> dict[str, Any]:
     with store.snapshot() as conn:
         report["hubs"] = top_hubs(conn, limit=10)
     from .channel_choice import describe as channel_state
+    from .evaluation.calibration import describe_in_force
 
     report["channel"] = channel_state(kb)  # which graph channel searches use, and why
-    report["calibration"] = _calibration(kb)
+    report["calibration"] = describe_in_force(kb)  # and whether the KB's own went stale
     report["glue_tags"] = [
         h for h in report["hubs"]
         if h["kind"] == "tag" and h["share"] >= GLUE_SHARE and h["degree"] >= GLUE_MIN_DOCS
@@ -115,29 +116,6 @@ def diagnose(kb: KB) -> dict[str, Any]:
                                             "bad_link_entries", "problems"))
     warnings += 1 if report["calibration"]["problem"] else 0
     return _finish(report, errors=len(report["duplicate_ids"]), warnings=warnings)
-
-
-def _calibration(kb: KB) -> dict[str, Any]:
-    """Which calibration turns search evidence into a confidence, and whether the KB's own went stale.
-
-    A KB's own ``golden/calibration.json`` goes stale when an upgrade changes the
-    confidence's features; searches then use the shipped one, and this is where a
-    user learns that ``pnk eval --calibrate`` would fit theirs again.
-    """
-    from .evaluation.calibration import calibration_path, load_in_force, packaged_calibration_path
-
-    path = calibration_path(kb)
-    model, problem = load_in_force(kb, path)
-    where = model.path if model is not None else None
-    if where is None:
-        in_force = None
-    elif where == packaged_calibration_path(kb.config.embedder_id):
-        in_force = f"shipped for {kb.config.embedder_id}"
-    elif where.is_relative_to(kb.root):
-        in_force = where.relative_to(kb.root).as_posix()
-    else:
-        in_force = str(where)
-    return {"in_force": in_force, "problem": problem}
 
 
 def _finish(report: dict[str, Any], errors: int = 0, warnings: int = 0) -> dict[str, Any]:

@@ -644,8 +644,13 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     report = kb.doctor()
     assert "`pnk eval --calibrate`" in report["calibration"]["problem"]
     assert report["calibration"]["in_force"] == f"shipped for {kb.config.embedder_id}"
-    human = runner.invoke(cli, ["doctor", "--kb", str(root)])
-    assert "warning: golden/calibration.json is unreadable or was fitted for another" in human.output
+    warning = "warning: golden/calibration.json is unreadable or was fitted for another"
+    assert warning in runner.invoke(cli, ["doctor", "--kb", str(root)]).output
+    status = runner.invoke(cli, ["status", "--kb", str(root)]).output
+    assert f"confidence calibration shipped for {kb.config.embedder_id}" in status and warning in status
+    assert json.loads(runner.invoke(cli, ["status", "--kb", str(root), "--json"]).output
+                      )["calibration"] == report["calibration"]
+    assert warning in runner.invoke(cli, ["eval", "--kb", str(root), "--limit", "3"]).output
     # Named in pinakes.toml, the stale file is not replaced: confidence is unknown.
     toml = root / "pinakes.toml"
     toml.write_text(toml.read_text().replace("[retrieval]\n", '[retrieval]\ncalibration = "golden/calibration.json"\n'))
@@ -658,6 +663,8 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     again = KB.open(root)
     assert again.calibration() is not None and again.calibration().path == root / "golden" / "calibration.json"
     assert again.doctor()["calibration"] == {"in_force": "golden/calibration.json", "problem": None}
+    status = runner.invoke(cli, ["status", "--kb", str(root)]).output
+    assert "confidence calibration golden/calibration.json" in status and "warning" not in status
 
 
 def test_packaged_default_calibration_is_used_without_a_kb_one(small_kb) -> None:

@@ -186,18 +186,22 @@ def _human_bytes(n: int) -> str:
 @kb_option
 @json_option
 def status(kb_path: str | None, json_: bool) -> None:
-    """Documents, chunks, vectors, store size, last sync, schema, embedder, graph channel.
+    """Documents, chunks, vectors, store size, last sync, schema, embedder, graph channel, calibration.
 
     The channel row says which graph channel searches use and why (the KB's
-    own golden-set verdict under graph_channel = "auto", and how current it is).
+    own golden-set verdict under graph_channel = "auto", and how current it is);
+    the confidence row, which calibration turns evidence into a confidence, and
+    whether the KB's own went stale.
     """
     from ..channel_choice import describe as channel_state
     from ..embcache import describe
+    from ..evaluation.calibration import describe_in_force, in_force_line
 
     kb = open_kb(kb_path)
     info = kb.status()
     if info.get("indexed"):
         info["channel"] = channel_state(kb)
+        info["calibration"] = describe_in_force(kb)
     info["embedding_cache"] = cache = describe()  # per user, shared by every KB (`pnk cache`)
     info["cache_bytes"] = cache["bytes"]
     if json_:
@@ -225,6 +229,9 @@ def status(kb_path: str | None, json_: bool) -> None:
     ]
     if info.get("channel"):
         rows.append(("channel", _channel_line(info["channel"])))
+    if info.get("calibration"):
+        cal = info["calibration"]
+        rows.append(("confidence", in_force_line(cal) + (f"\n{'':13}warning: {cal['problem']}" if cal["problem"] else "")))
     if info.get("edges_by_kind"):
         rows.append(("nodes", ", ".join(f"{k} {v}" for k, v in sorted(info["nodes_by_kind"].items()))))
         rows.append(("edges", ", ".join(f"{k} {v}" for k, v in sorted(info["edges_by_kind"].items()))))

@@ -52,9 +52,11 @@ def doctor(kb_path: str | None, json_: bool) -> None:
                 click.echo(click.style(f"  hint: {f['hint']}", fg="yellow"))
     if r.get("channel"):
         click.echo(f"  channel    {_channel_line(r['channel'])}")
+    from ..evaluation.calibration import in_force_line
+
     cal = r.get("calibration") or {}
     if cal.get("problem") or not cal.get("in_force"):  # said only when something is off (--json: always)
-        click.echo(f"  confidence {'calibration ' + cal['in_force'] if cal.get('in_force') else 'unknown: no calibration in force'}")
+        click.echo(f"  confidence {in_force_line(cal)}")
     if cal.get("problem"):
         click.echo(click.style(f"  warning: {cal['problem']}", fg="yellow"))
     counts = r["counts"]

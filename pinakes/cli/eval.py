@@ -88,6 +88,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     from ..channel_choice import golden_file as own_golden_file
     from ..evaluation.calibration import (
         calibration_path,
+        describe_in_force,
         fit_from_outcomes,
         shipped_prior,
         write_target,
@@ -224,6 +225,9 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     _print_human(run)
     if in_force and not calibrate and calib_setting is not None:
         _print_confidence_check(run.run(calib_setting.name))
+    stale = None if calibrate else describe_in_force(kb)["problem"]
+    if stale:  # the KB's own calibration predates this version's features
+        click.echo(click.style(f"warning: {stale}", fg="yellow"))
     if report_path:
         click.echo(f"report: {report_path}")
 

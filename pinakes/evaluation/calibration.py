@@ -606,6 +606,33 @@ def load_in_force(kb: KB, path: Path | None) -> tuple[Calibration | None, str | 
     return fallback, why
 
 
+def describe_in_force(kb: KB) -> dict[str, str | None]:
+    """``{"in_force", "problem"}`` for ``pnk status``, ``pnk doctor`` and ``pnk eval``.
+
+    ``in_force`` names the calibration that turns a search's evidence into a
+    confidence ("golden/calibration.json", "shipped for <embedder>", a path), or
+    is None (confidence unknown); ``problem`` says why the KB's own file was
+    passed over (:func:`load_in_force`), which is where a user learns that
+    ``pnk eval --calibrate`` would fit it again after an upgrade.
+    """
+    model, problem = load_in_force(kb, calibration_path(kb))
+    where = model.path if model is not None else None
+    if where is None:
+        in_force = None
+    elif where == packaged_calibration_path(kb.config.embedder_id):
+        in_force = f"shipped for {kb.config.embedder_id}"
+    elif where.is_relative_to(kb.root):
+        in_force = where.relative_to(kb.root).as_posix()
+    else:
+        in_force = str(where)
+    return {"in_force": in_force, "problem": problem}
+
+
+def in_force_line(state: dict[str, str | None]) -> str:
+    """The human line for :func:`describe_in_force`'s ``in_force``."""
+    return f"calibration {state['in_force']}" if state.get("in_force") else "unknown: no calibration in force"
+
+
 def _matching(path: Path, embedder_id: str) -> Calibration | None:
     """The calibration at ``path`` if it loads and fits this embedder and this code's features."""
     try:
