@@ -676,3 +676,22 @@ def test_packaged_default_calibration_is_used_without_a_kb_one(small_kb) -> None
     assert res.confidence is not None and 0.0 <= res.confidence <= 1.0
     off = small_kb.search("What is the airspeed velocity of an unladen swallow in Mongolia?")
     assert off.confidence is not None and off.confidence < res.confidence
+
+
+def test_an_unreadable_own_calibration_gives_way_to_the_shipped_one(make_kb) -> None:
+    kb = make_kb({"cpr.md": "# CPR\n\nPress the chest five to six centimetres deep, a hundred times a minute.\n"})
+    kb.sync()
+    own = kb.root / C.KB_CALIBRATION
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text("{ not json", encoding="utf-8")  # a half-written or hand-mangled file
+    shipped = C.packaged_calibration_path(kb.config.embedder_id)
+    assert kb.calibration() is not None and kb.calibration().path == shipped
+    assert kb.search("how deep should chest compressions go").confidence is not None
+    state = kb.doctor()
+    assert state["calibration"]["problem"].startswith("golden/calibration.json is unreadable")
+    # Switched off on purpose, nothing stands in.
+    (kb.root / "pinakes.toml").write_text('[kb]\nname = "test-kb"\n[retrieval]\ncalibration = "none"\n')
+    off = KB.open(kb.root)
+    off._embedder = kb.embedder
+    assert off.calibration() is None and off.search("how deep should chest compressions go").confidence is None
+    assert off.doctor()["calibration"] == {"in_force": None, "problem": None}
