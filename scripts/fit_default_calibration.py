@@ -77,11 +77,11 @@ from pinakes.evaluation.runner import Setting, run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The ridge penalty of the shipped fit. Stronger than a KB's own fit (1.0, which a prior
-#: pulls towards this one) because this calibration meets KBs it never saw: at 3 the fit
-#: leaves out a set and still reads it better (leave-one-set-out ECE vault-dev 0.164 ->
-#: 0.121, docs-dev 0.096 -> 0.093, example KB 0.152 -> 0.156) and the chat-log fixture, which
-#: it never sees, goes 0.133 -> 0.090; at 10 that fixture reaches 0.050, but vault-dev's
-#: own near misses fall to 33 % abstained (docs/benchmarks.md, "Near misses").
+#: pulls towards this one) because this calibration meets KBs it never saw, and at 3 it
+#: reads a set the fit left out better (leave-one-set-out ECE vault-dev 0.164 -> 0.121,
+#: docs-dev 0.096 -> 0.093; the example KB 0.152 -> 0.156) and the chat-log fixture, which
+#: no fit sees, goes 0.133 -> 0.090; at 10 that fixture reaches 0.050, but vault-dev's own
+#: near misses fall to 33 % abstained (docs/benchmarks.md, "Near misses").
 SHIPPED_L2 = 3.0
 
 

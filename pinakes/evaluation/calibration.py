@@ -583,8 +583,8 @@ def load_in_force(kb: KB, path: Path | None) -> tuple[Calibration | None, str | 
 
     A file that is unreadable or fitted for another embedder or feature set gives
     None: its numbers no longer mean what they say. The one exception is the
-    KB's own ``golden/calibration.json`` at its default place, gone stale because
-    an upgrade changed the features: then the calibration shipped for the
+    KB's own ``golden/calibration.json`` at its default place, unreadable or gone
+    stale (an upgrade changed the features): then the calibration shipped for the
     embedder stands in (it is fitted too, only not on this KB), and the second
     value says so, for ``pnk doctor``, until ``pnk eval --calibrate`` refits it.
     An explicit ``[retrieval] calibration`` is never replaced.
