@@ -596,7 +596,7 @@ def coffee_kb(make_kb: Any, deep: str = "") -> Any:
     return kb
 
 
-def test_an_abstaining_round0_says_the_notes_lack_it_and_pays_nothing(make_kb: Any) -> None:
+def test_an_abstaining_round0_says_the_notes_lack_it_and_pays_nothing(make_kb: Any, runner: CliRunner) -> None:
     from .test_support import CHEMEX
 
     kb = coffee_kb(make_kb)
@@ -608,8 +608,8 @@ def test_an_abstaining_round0_says_the_notes_lack_it_and_pays_nothing(make_kb: A
     assert data["answer"].startswith("The notes do not contain this: nothing in the notes mentions 'Chemex'")
     assert data["receipt"]["calls"] == 0 and data["receipt"]["eur"] == 0.0
     assert data["estimate_eur"] == 0.0 and data["planned_calls"] == []
-    # The CLI says so, and --dry-run plans no paid call.
-    runner = CliRunner()
+    # The CLI says so, and --dry-run plans no paid call (the runner fixture loads pnk ask from
+    # the plugin: alone in a worker, a bare CliRunner meets the install hint instead).
     with FakeLLM([]) as server:
         res = runner.invoke(cli, ["ask", CHEMEX, "--kb", str(kb.root), "--base-url", server.url + "/v1"])
         dry = runner.invoke(cli, ["ask", CHEMEX, "--kb", str(kb.root), "--base-url", server.url + "/v1",
