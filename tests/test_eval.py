@@ -651,6 +651,8 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     assert json.loads(runner.invoke(cli, ["status", "--kb", str(root), "--json"]).output
                       )["calibration"] == report["calibration"]
     assert warning in runner.invoke(cli, ["eval", "--kb", str(root), "--limit", "3"]).output
+    evaluated = json.loads(runner.invoke(cli, ["eval", "--kb", str(root), "--limit", "3", "--json"]).output)
+    assert evaluated["confidence"] == str(C.packaged_calibration_path(kb.config.embedder_id))
     # Named in pinakes.toml, the stale file is not replaced: confidence is unknown.
     toml = root / "pinakes.toml"
     toml.write_text(toml.read_text().replace("[retrieval]\n", '[retrieval]\ncalibration = "golden/calibration.json"\n'))

@@ -87,7 +87,6 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
     from ..channel_choice import global_default, record_eval_run
     from ..channel_choice import golden_file as own_golden_file
     from ..evaluation.calibration import (
-        calibration_path,
         describe_in_force,
         fit_from_outcomes,
         shipped_prior,
@@ -170,7 +169,8 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
                                 default_name if default_name in channels else "off")
         settings.insert(0, calib_setting)
 
-    in_force = calibration_path(kb) if kb.calibration() is not None else None
+    in_force_model = kb.calibration()  # the shipped one when the KB's own went stale
+    in_force = in_force_model.path if in_force_model is not None else None
     bar: Any = None
     shown = 0
 
