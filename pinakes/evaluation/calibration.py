@@ -77,7 +77,8 @@ if TYPE_CHECKING:
 
 FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
             "asked_gap", "unknown_name", "typed_missing", "other_speaker")
-#: Bumped whenever a feature's definition changes: an older file then falls back to "unknown".
+#: Bumped whenever a feature's definition changes: an older file no longer applies (a KB's own
+#: then gives way to the shipped one until refitted: :func:`load_in_force`).
 FEATURE_SET = "v7:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
@@ -559,6 +560,11 @@ def _round(v: float | None) -> float | None:
 # --- which calibration a KB uses ----------------------------------------------------------
 
 
+def _setting(kb: KB) -> str:
+    """``[retrieval] calibration`` as written ("" when unset)."""
+    return str(kb.config.retrieval.get("calibration", "") or "").strip()
+
+
 def calibration_path(kb: KB) -> Path | None:
     """The calibration file this KB would use, or None when confidence must stay unknown.
 
@@ -566,7 +572,7 @@ def calibration_path(kb: KB) -> Path | None:
     to switch calibration off. Unset: ``golden/calibration.json`` if the KB
     has one, else the calibration shipped for its embedder.
     """
-    setting = str(kb.config.retrieval.get("calibration", "") or "").strip()
+    setting = _setting(kb)
     if setting.lower() in ("none", "off"):
         return None
     if setting:
@@ -595,7 +601,7 @@ def load_in_force(kb: KB, path: Path | None) -> tuple[Calibration | None, str | 
     model = _matching(path, embedder_id)
     if model is not None or path != kb.root / KB_CALIBRATION or not path.is_file():
         return model, None
-    if str(kb.config.retrieval.get("calibration", "") or "").strip():
+    if _setting(kb):
         return None, None
     shipped = packaged_calibration_path(embedder_id)
     fallback = _matching(shipped, embedder_id) if shipped is not None else None
@@ -644,7 +650,7 @@ def _matching(path: Path, embedder_id: str) -> Calibration | None:
 
 def write_target(kb: KB) -> Path:
     """Where ``pnk eval --calibrate`` writes this KB's calibration."""
-    setting = str(kb.config.retrieval.get("calibration", "") or "").strip()
+    setting = _setting(kb)
     if setting and setting.lower() not in ("none", "off"):
         p = Path(setting).expanduser()
         return p if p.is_absolute() else kb.root / p
