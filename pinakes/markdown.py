@@ -1016,6 +1016,8 @@ class _LineCounter:
 
 _SENTENCE_GAP = re.compile(r"(?<=[.!?。！？])\s+")  # a semicolon joins clauses of one thought
 CONTEXT_WORDS = 12  # content words kept on each side of a link
+#: A link whose own sentence gives fewer content words than this also reads the one before.
+SHORT_CONTEXT = 3
 
 
 class _Contexts:
@@ -1043,6 +1045,11 @@ class _Contexts:
         hi = self.gap_starts[k] if k < len(self.gap_starts) else len(self.text)
         left = content_words(self.text[max(lo, start - 600) : start])[-CONTEXT_WORDS:]
         right = content_words(self.text[end : max(end, min(hi, end + 600))])[:CONTEXT_WORDS]
+        if k and len(left) + len(right) < SHORT_CONTEXT:
+            # "I journal to stay mindful. I wrote about it [here]." says why it links in
+            # the sentence before: a sentence that says next to nothing borrows that one.
+            before = self.gap_ends[k - 2] if k >= 2 else 0
+            left = content_words(self.text[max(before, start - 600) : start])[-CONTEXT_WORDS:]
         return " ".join(dict.fromkeys(left + right))
 
 

@@ -173,3 +173,37 @@ def test_pair_contexts_read_both_directions_of_each_pair(make_kb) -> None:
     assert "pour" in got[(root, goose)] and "spout" in got[(root, goose)]  # root's link out
     assert "burner" in got[(root, stove)]  # stove names the root's title: the words next to it
     assert (stove, pan) not in got and (pan, stove) not in got  # two neighbours: not asked
+
+
+def test_a_link_written_as_here_is_followed_for_what_the_sentence_before_says(make_kb, monkeypatch) -> None:
+    """"I write LaTeX in an editor that compiles on save. More [here](quill.md)."
+
+    The link's own sentence holds one content word; what the question asks about
+    ("write LaTeX") is in the sentence before, which the link's context reads.
+    """
+    import pinakes.markdown as markdown_mod
+
+    files = {
+        "latex.md": "# LaTeX\n\nI typeset papers and my CV in LaTeX. I write LaTeX in an editor "
+                    "that compiles on save. More [here](quill.md). For slides I once tried "
+                    "[Easel](easel.md), a drawing program.\n",
+        "quill.md": "# Quill\n\nColours: a warm solarized variant. Font: Iosevka at 15 points. "
+                    "Compiles on save.\n",
+        "easel.md": "# Easel\n\nA drawing program with an image editor. Its editor theme is a "
+                    "dark grey canvas; the theme can be changed in the editor settings.\n",
+    }
+    for i in range(12):
+        files[f"misc/n{i}.md"] = (f"# Errand {i}\n\nShopping list {i}: bread, milk, eggs, "
+                                  f"batteries and a new doormat.\n")
+    q = "Which theme does the editor I write LaTeX in use?"
+    kb = make_kb(files, name="here")
+    kb.sync()
+    order = _order(kb, q)
+    assert order[0] == "latex.md"
+    assert _rank(order, "quill.md") < _rank(order, "easel.md"), order
+    # Read within its own sentence only ("More here."), the link no longer fits the question.
+    monkeypatch.setattr(markdown_mod, "SHORT_CONTEXT", 0)
+    bare = make_kb(files, name="here-bare")
+    bare.sync()
+    order = _order(bare, q)
+    assert _rank(order, "easel.md") < _rank(order, "quill.md"), order

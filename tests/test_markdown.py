@@ -472,6 +472,20 @@ def test_every_link_form_with_kinds_targets_and_lines() -> None:
     assert all(isinstance(lk, Link) for lk in links)
 
 
+def test_a_link_whose_sentence_says_next_to_nothing_reads_the_sentence_before() -> None:
+    doc = parse_markdown(
+        "# Notes\n\nI practise mindfulness by journaling every evening. I wrote about it "
+        "[here](journal.md).\n\nMy editor is [Quill](quill.md) because it compiles on save.\n\n"
+        "[Alone](alone.md).\n\n- [Listed](listed.md)\n"
+    )
+    ctx = {link.target: link.context.split() for link in doc.links}
+    # "I wrote about it" leaves one content word: the sentence before says why it links.
+    assert ctx["journal.md"] == ["practise", "mindfulness", "journaling", "every", "evening", "wrote"]
+    # A sentence that says enough keeps to itself; nothing before a block's first sentence.
+    assert ctx["quill.md"] == ["editor", "compiles", "save"]
+    assert ctx["alone.md"] == [] and ctx["listed.md"] == []
+
+
 def test_links_in_code_and_images_are_not_collected() -> None:
     doc = "`[a](a.md)` ![b](b.png) ![[c.png]]\n\n```\n[d](d.md) [[E]]\n```\n\n    [f](f.md)\n"
     assert parse_markdown(doc).links == []
