@@ -96,17 +96,14 @@ def test_prose_share() -> None:
     assert prose_share(0, []) == 1.0
 
 
-def test_the_link_whose_context_fits_the_question_is_followed(make_kb) -> None:
-    """Two notes linked from the same note; the question's relation picks one.
+def _latex_vault(latex: str) -> dict[str, str]:
+    """A LaTeX note (``latex``: its text) linking an editor and a drawing program, and errands.
 
-    On its own text the drawing program matches "theme" and "editor" better, so
-    the hybrid ranks it first; the sentence that links the LaTeX note to Quill
-    ("I write LaTeX in Quill") is what the question asks about.
+    On its own text the drawing program matches "theme" and "editor" better than
+    the editor does: only the LaTeX note's link says which one the question means.
     """
     files = {
-        "latex.md": "# LaTeX\n\nI typeset papers and my CV in LaTeX. I write LaTeX in "
-                    "[[Quill]] because it compiles on save. For slides I once tried [[Easel]], "
-                    "a drawing program.\n",
+        "latex.md": f"# LaTeX\n\n{latex}\n",
         "quill.md": "# Quill\n\nColours: a warm solarized variant. Font: Iosevka at 15 points. "
                     "Compiles on save.\n",
         "easel.md": "# Easel\n\nA drawing program with an image editor. Its editor theme is a "
@@ -115,6 +112,18 @@ def test_the_link_whose_context_fits_the_question_is_followed(make_kb) -> None:
     for i in range(12):
         files[f"misc/n{i}.md"] = (f"# Errand {i}\n\nShopping list {i}: bread, milk, eggs, "
                                   f"batteries and a new doormat.\n")
+    return files
+
+
+def test_the_link_whose_context_fits_the_question_is_followed(make_kb) -> None:
+    """Two notes linked from the same note; the question's relation picks one.
+
+    On its own text the drawing program matches "theme" and "editor" better, so
+    the hybrid ranks it first; the sentence that links the LaTeX note to Quill
+    ("I write LaTeX in Quill") is what the question asks about.
+    """
+    files = _latex_vault("I typeset papers and my CV in LaTeX. I write LaTeX in [[Quill]] because "
+                         "it compiles on save. For slides I once tried [[Easel]], a drawing program.")
     kb = make_kb(files, name="fit")
     kb.sync()
     q = "Which theme does the editor I write LaTeX in use?"
@@ -183,18 +192,9 @@ def test_a_link_written_as_here_is_followed_for_what_the_sentence_before_says(ma
     """
     import pinakes.markdown as markdown_mod
 
-    files = {
-        "latex.md": "# LaTeX\n\nI typeset papers and my CV in LaTeX. I write LaTeX in an editor "
-                    "that compiles on save. More [here](quill.md). For slides I once tried "
-                    "[Easel](easel.md), a drawing program.\n",
-        "quill.md": "# Quill\n\nColours: a warm solarized variant. Font: Iosevka at 15 points. "
-                    "Compiles on save.\n",
-        "easel.md": "# Easel\n\nA drawing program with an image editor. Its editor theme is a "
-                    "dark grey canvas; the theme can be changed in the editor settings.\n",
-    }
-    for i in range(12):
-        files[f"misc/n{i}.md"] = (f"# Errand {i}\n\nShopping list {i}: bread, milk, eggs, "
-                                  f"batteries and a new doormat.\n")
+    files = _latex_vault("I typeset papers and my CV in LaTeX. I write LaTeX in an editor that "
+                         "compiles on save. More [here](quill.md). For slides I once tried "
+                         "[Easel](easel.md), a drawing program.")
     q = "Which theme does the editor I write LaTeX in use?"
     kb = make_kb(files, name="here")
     kb.sync()
