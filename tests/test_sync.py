@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
 import pytest
 
+from pinakes import KB
 from pinakes import store as store_mod
 from pinakes.errors import StoreBusy
 from pinakes.store import SyncLock
@@ -170,3 +172,25 @@ def test_sidecar_edits_keep_comments_and_key_order(make_kb) -> None:
     report = kb.sync()
     assert report.changed == ["a.md"]
     assert kb.show("a.md")["tags"] == ["alpha"]
+
+
+def test_status_reports_an_index_another_version_built(make_kb, monkeypatch) -> None:
+    """After an upgrade that changes what sync stores, `pnk status` says what to run, exit 0."""
+    from click.testing import CliRunner
+
+    from pinakes.cli import cli
+
+    kb = make_kb(DOCS)
+    kb.sync()
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", store_mod.SCHEMA_VERSION + "-next")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["status", "--kb", str(kb.root)])
+    assert out.exit_code == 0, out.output
+    assert "another schema" in out.output and "run `pnk sync`" in out.output
+    assert "documents" not in out.output  # nothing read from the outdated index
+    data = json.loads(runner.invoke(cli, ["status", "--kb", str(kb.root), "--json"]).output)
+    assert data["indexed"] is False and "pnk sync" in data["index_note"]
+    # The search still refuses, in one line; a sync rebuilds and status reads it again.
+    assert runner.invoke(cli, ["search", "tomato", "--kb", str(kb.root)]).exit_code == 1
+    assert KB.open(kb.root).sync().rebuilt
+    assert "documents" in runner.invoke(cli, ["status", "--kb", str(kb.root)]).output

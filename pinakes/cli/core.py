@@ -191,14 +191,21 @@ def status(kb_path: str | None, json_: bool) -> None:
     The channel row says which graph channel searches use and why (the KB's
     own golden-set verdict under graph_channel = "auto", and how current it is);
     the confidence row, which calibration turns evidence into a confidence, and
-    whether the KB's own went stale.
+    whether the KB's own went stale. An index that another version or setting
+    built says so, and that `pnk sync` rebuilds it.
     """
     from ..channel_choice import describe as channel_state
     from ..embcache import describe
+    from ..errors import NotSynced
     from ..evaluation.calibration import describe_in_force, in_force_line
 
     kb = open_kb(kb_path)
-    info = kb.status()
+    try:
+        info = kb.status()
+    except NotSynced as exc:
+        # An index another version or setting built (or one a sync is still building) is a
+        # state to report, not a failure: after an upgrade, status says what to run.
+        info = {"name": kb.name, "root": str(kb.root), "indexed": False, "index_note": str(exc)}
     if info.get("indexed"):
         info["channel"] = channel_state(kb)
         info["calibration"] = describe_in_force(kb)
@@ -211,7 +218,7 @@ def status(kb_path: str | None, json_: bool) -> None:
     cache_line = (f"{cache['entries']} vectors, {_human_bytes(cache['bytes'])} of "
                   f"{_human_bytes(cache['max_bytes'])} max, in {cache['path']}")
     if not info.get("indexed"):
-        click.echo("  not indexed yet: run `pnk sync`")
+        click.echo(f"  {info.get('index_note') or 'not indexed yet: run `pnk sync`'}")
         click.echo(f"  {'cache':<10} {cache_line}")
         return
     rows = [
