@@ -489,8 +489,10 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
 #: "how much did it cost", "how much rent": an amount of money answers.
 MONEY_UNITS = ("$", "€", "£", "usd", "eur", "gbp", "dollar", "dollars", "euro", "euros",
                "pound", "pounds", "bucks", "cents", "k")
-_PRICED = re.compile(r"\b(?:cost|costs|price|prices|pay|paid|paying|pays|spend|spent|spending|"
-                     r"salary|rent|charge|charged|fee|fees|budget|earn|earned|earns|owe|owed)\b")
+_MONEY_VERBS = frozenset("""cost costs pay paid paying pays spend spent spending charge charged
+    budget earn earned earns owe owed""".split())
+#: A "how much" question that says any of these asks for an amount of money.
+_PRICED = re.compile(r"\b(?:" + "|".join(sorted(_MONEY_NOUNS | _MONEY_VERBS)) + r")\b")
 #: What answers "what time": a clock reading ("4:30", "9 am", "at noon").
 _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
                     r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)

@@ -439,6 +439,9 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     # A salary, a price, a fee or a rent is an amount of money, however it is asked.
     salary = answer_type("What salary did Lumenfield offer me?")
     assert salary.money and answer_type("What is the price of the family plan?").money
+    # "How much" asks for money when any money word is in it: the same nouns as "what salary".
+    assert answer_type("How much is the bus fare to work?").money
+    assert answer_type("How much do the wages come to?").money
     assert holds_typed(salary, "The offer is 95k plus equity.", frozenset())
     assert not holds_typed(salary, "Big news part two: they want me in Denver.", frozenset())
     assert not answer_type("What is the computational cost of attention?").money
