@@ -1037,18 +1037,20 @@ class _Contexts:
     def around(self, index: int) -> str:
         """Words around the link token at ``index``: its own words are left out (they
         are its label); stop words, bare numbers and single letters are dropped, at
-        most :data:`CONTEXT_WORDS` on each side, nearest first."""
+        most :data:`CONTEXT_WORDS` on each side, nearest first. A link whose own
+        sentence gives fewer than :data:`SHORT_CONTEXT` words reads the sentence
+        before it too."""
         start, end = self.spans.get(index, (0, 0))
-        k = bisect.bisect_right(self.gap_ends, start)
-        lo = self.gap_ends[k - 1] if k else 0
+        sentence = bisect.bisect_right(self.gap_ends, start)  # the link's, counted from 0
+        lo = self.gap_ends[sentence - 1] if sentence else 0
         k = bisect.bisect_left(self.gap_starts, end)
         hi = self.gap_starts[k] if k < len(self.gap_starts) else len(self.text)
         left = content_words(self.text[max(lo, start - 600) : start])[-CONTEXT_WORDS:]
         right = content_words(self.text[end : max(end, min(hi, end + 600))])[:CONTEXT_WORDS]
-        if k and len(left) + len(right) < SHORT_CONTEXT:
+        if sentence and len(left) + len(right) < SHORT_CONTEXT:
             # "I journal to stay mindful. I wrote about it [here]." says why it links in
             # the sentence before: a sentence that says next to nothing borrows that one.
-            before = self.gap_ends[k - 2] if k >= 2 else 0
+            before = self.gap_ends[sentence - 2] if sentence >= 2 else 0
             left = content_words(self.text[max(before, start - 600) : start])[-CONTEXT_WORDS:]
         return " ".join(dict.fromkeys(left + right))
 

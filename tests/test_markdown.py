@@ -476,7 +476,8 @@ def test_a_link_whose_sentence_says_next_to_nothing_reads_the_sentence_before() 
     doc = parse_markdown(
         "# Notes\n\nI practise mindfulness by journaling every evening. I wrote about it "
         "[here](journal.md).\n\nMy editor is [Quill](quill.md) because it compiles on save.\n\n"
-        "[Alone](alone.md).\n\n- [Listed](listed.md)\n"
+        "[Alone](alone.md).\n\n- [Listed](listed.md)\n\n"
+        "We met in Leiden last spring. Ask [Dr. Ruiz](ruiz.md).\n"
     )
     ctx = {link.target: link.context.split() for link in doc.links}
     # "I wrote about it" leaves one content word: the sentence before says why it links.
@@ -484,6 +485,8 @@ def test_a_link_whose_sentence_says_next_to_nothing_reads_the_sentence_before() 
     # A sentence that says enough keeps to itself; nothing before a block's first sentence.
     assert ctx["quill.md"] == ["editor", "compiles", "save"]
     assert ctx["alone.md"] == [] and ctx["listed.md"] == []
+    # A label holding a sentence gap of its own ("Dr. Ruiz") still borrows the sentence before.
+    assert ctx["ruiz.md"] == ["met", "leiden", "last", "spring", "ask"]
 
 
 def test_links_in_code_and_images_are_not_collected() -> None:
