@@ -755,6 +755,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
         text = _DATED_NUMBER.sub(" ", text)
+        unit_set = set(units)
+        unit_forms = {_singular(u) for u in units}  # read for every number word below
         if expected.frequency and any(m.group(0).lower() not in asked  # "twice a week", "3x"
                                       for m in _FREQUENCY.finditer(text)):
             return True
@@ -773,7 +775,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
                 continue  # "the 1990s", "Hoka Clifton 9s": a decade, a model's plural, no seconds
             unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)
             said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
-            if said & set(units) or {_singular(w) for w in said if w} & set(units):
+            if said & unit_set or {_singular(w) for w in said if w} & unit_set:
                 return True
         # "a two-year-old greyhound", "a three-day trip": a number word before a unit, inside
         # the hyphens ("zero-shot", "half-precision" count nothing).
@@ -787,7 +789,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
                     return True
             elif w in _VAGUE:
                 continue  # "the first few minutes", "several days": no value was given
-            elif i + 1 < len(words) and _singular(words[i + 1]) in {_singular(u) for u in units}:
+            elif i + 1 < len(words) and _singular(words[i + 1]) in unit_forms:
                 return True  # "fifteen grams", "a day", "an hour"
         return False
     if kind == DATE and expected.clock:
