@@ -30,7 +30,11 @@ already holds, IDF from the search's own cache):
     answer kind the reader checks (``typed_missing`` below) the gap is
     scaled by that feature: when the best-matching sentence holds a token of
     the asked kind, the missing word is the relation said another way ("Who
-    *wrote* ColBERT?" against "introduced by Omar Khattab"), not a gap.
+    *wrote* ColBERT?" against "introduced by Omar Khattab"), not a gap. For
+    "who <verb>" that holds only where the name's sentence says the deed in
+    some form or names an agent ("by ..."): "My aunt Greta gave me this
+    French press in Lisbon" names two things and no inventor
+    (:func:`asked_deed`; light verbs such as "got" and "made" are exempt).
 ``unknown_name``
     1 when the question writes a name (a capitalised word past the first, an
     all-caps or letters-and-digits token) that occurs nowhere in the KB:
@@ -912,6 +916,36 @@ def _named(sentence: str, asked: frozenset[str]) -> set[str]:
     return {w.lower() for w in _NAMED.findall(sentence)} - asked
 
 
+#: Verbs that say little of what was done: their deed is told in other words as often as not.
+_LIGHT_VERBS = frozenset("""get gets got gotten make makes made take takes took taken give gives gave
+    given keep keeps kept let lets put puts bring brings brought go goes went come comes came
+    help helps helped""".split())
+#: "introduced by Omar Khattab", "made by my aunt": a passive's agent names who did it.
+_BY_AGENT = re.compile(r"\bby\s+(?:[\w\-]+\s+){0,2}?(?:[A-Z]|(?:my|our|his|her|their)\b)")
+
+
+def asked_deed(query: str, expected: Expected, terms: Sequence[str],
+                patterns: dict[str, re.Pattern[str]]) -> str | None:
+    """The verb a "who <verb>" question asks about ("invented" in "Who invented the
+    Mashiko cup?"), as one of ``terms``; None for "who is / did ...", or any other kind.
+
+    A name in the sentence that matches such a question best stands for its answer only
+    where that sentence says the deed (any form of the verb) or names an agent ("by
+    Alan Adler"): "Maya found her Mashiko cup in Kyoto" names Maya, not an inventor.
+    """
+    if not expected.relation:
+        return None
+    m = re.match(r"\s*(?:who|whom)\s+([a-z][\w\-']*)", _normal(query))
+    if m is None or re.fullmatch(_AUX, m.group(1)) or m.group(1) in STOPWORDS:
+        return None
+    if re.search(r"\bor\b", query):
+        return None  # "Who lived longer, X or Y?": a choice between names the question gives
+    word = m.group(1)
+    if word in _LIGHT_VERBS:
+        return None  # "Who got Ines into volunteering?": "she asked if I could help" says it too
+    return next((t for t in terms if patterns[t].search(word)), None)
+
+
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
               speakers: frozenset[str] = frozenset()
@@ -987,6 +1021,13 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             typed[hi, si] = holds_typed(expected, per_hit[hi][0][si], frozen)
         return typed[hi, si]
 
+    deed = asked_deed(query, expected, terms, patterns)
+
+    def says(hi: int, si: int) -> bool:
+        """The sentence tells the deed a "who <verb>" question asks about (or none is asked)."""
+        sent = per_hit[hi][0][si]
+        return deed is None or bool(patterns[deed].search(sent) or _BY_AGENT.search(sent))
+
     names: dict[tuple[int, int], set[str]] = {}
 
     def names_of(hi: int, si: int) -> set[str]:
@@ -998,7 +1039,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
             break
-        if per_hit[hi][1] or holds(hi, si):
+        if per_hit[hi][1] or holds(hi, si) and says(hi, si):
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
         sents, _, paragraph, turn = per_hit[hi]
@@ -1018,7 +1059,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         for k in sorted(partners):
             near = abs(k - si) == 1
             told = here is not None and turn[k] is not None and turn[k][0] == here[0]
-            if not holds(hi, k):
+            if not holds(hi, k) or not (says(hi, si) or says(hi, k)):
                 continue
             # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in the
             # same paragraph (or the teller's same story) holds asked words of its own, or

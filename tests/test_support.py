@@ -33,6 +33,7 @@ from pinakes.support import (
     Expected,
     Support,
     answer_type,
+    asked_deed,
     assess_search,
     holds_typed,
     kind_word,
@@ -277,6 +278,51 @@ def test_the_asked_relation_said_another_way_is_not_a_near_miss(
     support, x = support_of(coffee, question)
     assert x[FEATURES.index("asked_gap")] > 0.2 and x[FEATURES.index("typed_missing")] == 1.0
     assert coffee.search(question).abstained
+
+
+AUNT = "My aunt Greta gave me this French press in Lisbon.\n"
+
+
+def test_a_name_beside_the_subject_is_no_answer_to_who_did_it(make_kb: Any) -> None:
+    """"Who invented the French press?" against "My aunt Greta gave me this French press in
+    Lisbon": the sentence names people and places, none of them an inventor. The name
+    stands for the answer only where its sentence says the deed or names an agent ("by")."""
+    def with_aunt(inventor: bool) -> dict[str, str]:
+        docs = coffee_docs(inventor)
+        docs["coffee/french-press.md"] = docs["coffee/french-press.md"].replace(
+            "mesh filter.\n", "mesh filter.\n        " + AUNT, 1)
+        return docs
+
+    aunt = make_kb(with_aunt(False), name="aunt")
+    aunt.sync()
+    both = make_kb(with_aunt(True), name="aunt-inventor")
+    both.sync()
+    for question in (WHO, "Who designed the French press?"):
+        support, x = support_of(aunt, question)
+        assert support.expects == "name" and support.answer_at is None, question
+        assert x[FEATURES.index("typed_missing")] == 1.0, question
+        near = aunt.search(question)
+        assert near.abstained and near.reason is not None and "nothing on" in near.reason
+    answered = both.search(WHO)
+    assert not answered.abstained and answered.support is not None
+    assert answered.support["answer_at"] == INVENTOR.strip()  # "invented by Attilio Calimani"
+    # A light verb is told in other words as often as not: its name still answers.
+    gave, x_gave = support_of(aunt, "Who gave me my French press?")
+    assert gave.answer_at == AUNT.strip() and x_gave[FEATURES.index("typed_missing")] == 0.0
+
+
+@pytest.mark.parametrize(("question", "deed"), [
+    ("Who invented the French press?", "invented"),
+    ("Whom did Maya thank?", None),  # an auxiliary: the deed is further on
+    ("Who is Noor's piano teacher?", None),
+    ("Who lived longer, Ludwig Elsbett or Pamela Rymer?", None),  # a choice between names
+    ("Who got Ines into volunteering?", None),  # a light verb
+    ("What did Maya invent?", None),  # not a "who" question
+])
+def test_the_deed_a_who_question_asks_about(question: str, deed: str | None) -> None:
+    terms = content_terms(question)
+    patterns = {t: term_pattern(t) for t in terms}
+    assert asked_deed(question, answer_type(question), terms, patterns) == deed
 
 
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
