@@ -54,7 +54,8 @@ already holds, IDF from the search's own cache):
     question best (the largest share of its IDF mass, the hit's title and
     headings counting for every sentence under them) should hold a token of
     that kind (a number, a year or month, a capitalised word or code span
-    the question does not contain, ...). For a question about the asker (I,
+    the question does not contain, a month or weekday never being a name or
+    a place, ...). For a question about the asker (I,
     my, we), the best sentence is the best first-person statement when a top
     hit has one: in a chat log the assistant's advice repeats the question's
     words, and the fact sits in the user's own turn. The gap between that best
@@ -552,9 +553,14 @@ def kind_word(query: str) -> str | None:
         main = low[wh.start():]
         m = _WHAT_IS.match(main) or _WHAT_NOUN.match(main)
         head = _content(m.group(2).split()) if m else []
-        if head and _noun_kind(head) is not None:
+        if head and (_noun_kind(head) is not None or head[-1] in _PARTITIVE):
             return head[-1]
     return None
+
+
+#: "Which part of Denver", "what kind of dog", "which brand of coffee": the noun says the
+#: answer is one of something; the sentence holding the answer seldom repeats it.
+_PARTITIVE = frozenset("part kind type sort variety brand model".split())
 
 
 def _is_head(text: str, pos: int) -> bool:
@@ -834,6 +840,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
+        if low in _MONTHS or low in _DAYS:
+            continue  # "in September", "on Friday": a date, not the name a question asks for
         if w.isupper() and _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()):
             continue  # "4,000 IU", "16 GB": a unit after its number, not a name
         if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):

@@ -713,6 +713,10 @@ def test_identifiers_links_and_sentence_openers_are_not_answers() -> None:
                            frozenset({"who", "invented", "the", "french", "press"}))
     assert holds_typed(DATE, "It shipped in March 1929.", none)
     assert not holds_typed(DATE, "You may march on.", none)
+    # A month or a weekday dates a sentence; it is no name or place a question asks for.
+    assert not holds_typed(NAME, "The landlord confirmed the rent goes up in September.", none)
+    assert not holds_typed(NAME, "We meet every Friday at noon.", none)
+    assert holds_typed(NAME, "The landlord, Mr. Okafor, confirmed it in September.", none)
 
 
 def test_sentences_join_wrapped_lines_and_split_list_items() -> None:
@@ -883,6 +887,10 @@ def test_the_word_that_names_the_answers_kind_does_not_find_the_sentence(make_kb
     assert [kind_word(q) for q in ("What's my accountant's name?", "What time are my lessons?",
                                    "What colour is the van?", "Which font does it use?")] == [
         "name", "time", "colour", None]
+    # "part", "kind", "brand": the answer is one of something, said without the word.
+    assert [kind_word(q) for q in ("Which part of Denver is our new home in?",
+                                   "What kind of dog does Maya have?",
+                                   "Which brand of coffee do I buy?")] == ["part", "kind", "brand"]
     question = "What's my accountant's name?"
     kb = make_kb({**COFFEE, "chats/session-13.md": PHOTO_CHAT}, name="accountant-near")
     kb.sync()
