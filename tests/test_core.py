@@ -170,3 +170,13 @@ def test_cjk_text_is_searchable_lexically(make_kb, tokenizer: str) -> None:
     hit = kb.search("東京都港区", k=3).hits[0]
     assert hit.path == "tokyo.md" and hit.ranks["lexical"] == 1
     assert kb.search("古い寺", k=3).hits[0].path == "kyoto.md"
+
+
+@pytest.mark.parametrize(("score", "shown"), [
+    (0.027694, "0.0277"), (0.0013, "0.0013"), (0.0, "0.0000"), (1.8e-05, "1.8e-05"), (2e-06, "2e-06"),
+])
+def test_a_tiny_score_is_printed_as_tiny_not_as_zero(score: float, shown: str) -> None:
+    """A graph channel's final ranking gives far hits scores like 2e-06: not "0.0000"."""
+    from pinakes.cli.core import score_text
+
+    assert score_text(score) == shown

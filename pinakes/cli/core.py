@@ -352,6 +352,16 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     _print_confidence(grouped.chunks)
 
 
+def score_text(score: float) -> str:
+    """A hit's score for people: four decimals, or two significant digits when smaller.
+
+    A graph channel's final ranking leaves the hits far below its walk with scores
+    like 2e-06; printed as "0.0000" they read as no match at all, and tie in print
+    where the ranking does not.
+    """
+    return f"{score:.4f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2g}"
+
+
 def _print_hit(i: int, hit: Any, several: bool) -> None:
     heading = " > ".join(hit.heading_path)
     ranks = " ".join(f"{name}#{rank}" if rank else f"{name}:-" for name, rank in hit.ranks.items())
@@ -363,7 +373,7 @@ def _print_hit(i: int, hit: Any, several: bool) -> None:
     if heading:
         click.echo(f"    § {heading}")
     click.echo("    " + _highlight(hit.snippet, hit.highlights))
-    click.echo(click.style(f"    score {hit.score:.4f}  {ranks}", dim=True))
+    click.echo(click.style(f"    score {score_text(hit.score)}  {ranks}", dim=True))
     if hit.explain is not None:
         from ..explain import hit_lines
 
