@@ -462,6 +462,18 @@ def test_without_a_backend_ask_prints_passages_and_how_to_configure_one(make_kb:
     assert res.exit_code == 0
     assert "machines/halden-turbine.md" in res.output and "No LLM backend" in res.output
     assert "docs/deep.md" in res.output
+    # A question the notes do not answer owes no answer: it says so, and what --deep needs.
+    from .test_support import CHEMEX, coffee_docs
+
+    coffee = make_kb(coffee_docs(False), name="coffee-free")
+    coffee.sync()
+    near = runner.invoke(cli, ["ask", CHEMEX, "--kb", str(coffee.root)])
+    assert near.exit_code == 0, near.output
+    assert near.output.startswith("The notes do not contain this: nothing in the notes mentions 'Chemex'.")
+    assert "No LLM backend, so no answer" not in near.output
+    assert "--deep would look further" in near.output and "docs/deep.md" in near.output
+    data = json.loads(runner.invoke(cli, ["ask", CHEMEX, "--kb", str(coffee.root), "--json"]).output)
+    assert data["not_in_notes"] is True and data["answer"] is None and data["backend"] is None
 
 
 def test_template_schema_is_quoted_verbatim_in_the_decomposition_prompt(make_kb: Any, runner: CliRunner,

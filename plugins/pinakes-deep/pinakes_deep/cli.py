@@ -88,7 +88,8 @@ def add_commands(cli: click.Group) -> None:
             no_estimate = "no estimate: no LLM backend is configured, so there is no model to price"
             if json_:
                 out = {"question": question, "answer": None, "backend": None,
-                       "hint": no_backend_hint(), "search": res.to_dict()}
+                       "not_in_notes": res.abstained, "hint": no_backend_hint(),
+                       "search": res.to_dict()}
                 if dry_run:
                     out.update(dry_run=True, estimate_eur=None, estimate_note=no_estimate)
                 echo_json(out)
@@ -100,7 +101,12 @@ def add_commands(cli: click.Group) -> None:
                 click.echo(f"    {h.snippet}")
             if dry_run:
                 click.echo(f"{no_estimate}; dry run: nothing was spent")
-            click.echo(click.style("No LLM backend, so no answer: ", fg="yellow") + no_backend_hint())
+            if res.abstained:
+                # No answer is owed: the notes lack it. Only --deep could look further.
+                click.echo(click.style("With an LLM backend, --deep would look further: ", fg="yellow")
+                           + no_backend_hint())
+            else:
+                click.echo(click.style("No LLM backend, so no answer: ", fg="yellow") + no_backend_hint())
             return
         from .budget import confirm, eur
         from .engine import Run
