@@ -1089,14 +1089,17 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
 #: A turn at a line's start: "**Ines:** ...", "**Ines**: ...", "Ines: ...", "- Ines: ...",
 #: "> Ines: ...", "[10:32] Ines: ...", "10:32 Ines: ...", "Ines (8 May, 10:32): ...",
-#: "D1:3 Ines: ...", "2. Ines: ...", "Ines [D1:3]: ...", "Ines said: ...": one to three
-#: capitalised words, then a colon.
+#: "D1:3 Ines: ...", "2. Ines: ...", "Ines [D1:3]: ...", "Ines said: ...", "[Ines]: ...",
+#: 'Ines said, "..."' (a transcript rendered as prose): one to three capitalised words,
+#: then a colon (or, after "said", a comma and the opening quote).
 _TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\*|__)?"
                    r"(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}:\d\d(?::\d\d)?(?:[ \t]*[AaPp][Mm])?[ \t]+"
                    r"(?:[-–][ \t]+)?|[A-Z]{0,3}\d+(?::\d+)+[ \t]+)?(?:\*\*|__)?"
-                   r"([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})"
-                   r"(?:[ \t]+(?:said|says|wrote|writes|asked|asks|replied|replies))?(?:\*\*|__)?"
-                   r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\]\n]{1,40}\]))?(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+",
+                   r"\[?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})\]?"
+                   r"(?:[ \t]+(?:said|says|wrote|writes|asked|asks|replied|replies)"
+                   r"(?P<quoted>,[ \t]*(?=[\"“]))?)?(?:\*\*|__)?"
+                   r"(?(quoted)|(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\]\n]{1,40}\]))?(?:\*\*|__)?"
+                   r"[ \t]*:(?:\*\*|__)?[ \t]+(?!<?[a-z][\w+.\-]*://))",  # "[Zotero]: https://..." is a link
                    re.MULTILINE)
 #: The person spoken to.
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -965,6 +966,13 @@ def test_a_turn_is_read_in_every_common_form() -> None:
             "Ines said: five.\n")
     assert [(who, said.strip()) for who, said in turns(more)] == [
         ("Ines", "one."), ("Tomas", "two."), ("Ines", "three."), ("Tomas", "four."), ("Ines", "five.")]
+    # A transcript rendered as prose ('Ines said, "..."'), and a bracketed name.
+    prose = 'Ines said, "six."\nTomas says, \u201cseven.\u201d\n[Ines]: eight.\n'
+    assert [(who, said.strip()) for who, said in turns(prose)] == [
+        ("Ines", '"six."'), ("Tomas", "\u201cseven.\u201d"), ("Ines", "eight.")]
+    # "said," without a quote is prose, and a reference-style link definition no turn.
+    assert turns("Jonas said, in passing, that he likes Berlin.")[0][0] is None
+    assert turns("[Zotero]: https://www.zotero.org\n[Anki]: <https://apps.ankiweb.net>\n")[0][0] is None
 
 
 def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
@@ -1046,8 +1054,17 @@ def test_a_note_dated_by_front_matter_or_file_name_dates_what_it_tells(make_kb: 
     assert wished.typed_gap > 0.0
 
 
-def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any) -> None:
-    kb = make_kb({**COFFEE, **FRIENDS}, name="friends")
+def as_prose(talk: dict[str, str]) -> dict[str, str]:
+    """The same conversations as a prose transcript: 'Ines said, "..."'."""
+    turn = re.compile(r"\*\*(\w+):\*\* (.*?)(?=\n\s*\n|\s*\Z)", re.DOTALL)
+    return {path: turn.sub(r'\1 said, "\2"', text) for path, text in talk.items()}
+
+
+@pytest.mark.parametrize("rendering", ["labels", "prose"])
+def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any, rendering: str) -> None:
+    talk = FRIENDS if rendering == "labels" else as_prose(FRIENDS)
+    assert ('Tomas said, "I did!' in talk["talk/2023-05-08.md"]) == (rendering == "prose")
+    kb = make_kb({**COFFEE, **talk}, name=f"friends-{rendering}")
     kb.sync()
     swapped = kb.search("What did Ines realise after her charity 10K?")
     own = kb.search("What did Tomas realise after his charity 10K?")
