@@ -1255,6 +1255,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     found.sort(key=lambda t: -idf[t])
     unknown = []
     written: dict[str, str] = {}  # a term as the question writes it
+    # A question typed in capitals ("WHO INVENTED THE FRENCH PRESS") says nothing by its case.
+    shouted = not any(c.islower() for c in query)
     for m in _WORD.finditer(query):
         word = m.group(0).replace("’", "'")
         word = word[:-2] if word.lower().endswith("'s") else word
@@ -1266,7 +1268,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             # "in March": notes date things many ways ("2024-03-14"); "seq2seq", "k8s":
             # shorthand the notes may write out in full. Neither is a name.
             continue
-        name_like = (m.start() > 0 and word != low) or (  # a capital past the first word
+        name_like = (m.start() > 0 and word != low and not shouted) or (  # a capital past the first
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like and df_of(low) == 0:
             unknown.append(word)

@@ -209,6 +209,10 @@ def test_a_name_the_notes_never_mention_is_unknown(coffee: KB) -> None:
     # The first word of a question is capitalised anyway: never a name by its case alone.
     plain, x_plain = support_of(coffee, "Grinders: which kind gives an even grind?")
     assert plain.unknown == [] and x_plain[FEATURES.index("unknown_name")] == 0.0
+    # Nor is any word of a question typed in capitals; a name in it with digits still is.
+    shouted, _ = support_of(coffee, "WHO INVENTED THE FRENCH PRESS?")
+    assert shouted.unknown == [] and shouted.unsupported == ["INVENTED"]
+    assert support_of(coffee, "WHAT DOES THE X100V COST?")[0].unknown == ["X100V"]
 
 
 def test_a_month_is_a_date_not_an_unknown_name(make_kb: Any) -> None:
