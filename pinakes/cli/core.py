@@ -303,6 +303,12 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     shape) and adds `documents` (the grouping), unless --chunks is given.
     --explain adds each stage's numbers (`explain` in --json), in the order
     the search ran them; the ranking is the same.
+
+    The last lines give a calibrated confidence that the hits hold the
+    answer. Under [retrieval] abstain_below the search abstains and says which
+    part of the question the notes do not support ("found 'French press',
+    nothing on 'invented'"): rephrase that part, or take it that the notes
+    lack it.
     """
     from ..fleet import open_kbs, search_many
     from ..search import DOCUMENT_CHUNKS, documents_result
