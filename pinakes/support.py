@@ -1033,8 +1033,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
     def says(hi: int, si: int) -> bool:
         """The sentence tells the deed a "who <verb>" question asks about (or none is asked)."""
+        if deed is None:
+            return True
         sent = per_hit[hi][0][si]
-        return deed is None or bool(patterns[deed].search(sent) or _BY_AGENT.search(sent))
+        return bool(patterns[deed].search(sent) or _BY_AGENT.search(sent))
 
     names: dict[tuple[int, int], set[str]] = {}
 
@@ -1051,6 +1053,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
         sents, _, paragraph, turn = per_hit[hi]
+        told_here = says(hi, si)  # a neighbour's name answers when either sentence tells the deed
         # The sentences either side; in a conversation, the teller's others in this turn and
         # in their next or last one, past the other's "how did it go?" ("I ran the charity
         # 5K." ... "I finished in 27 minutes.").
@@ -1067,7 +1070,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         for k in sorted(partners):
             near = abs(k - si) == 1
             told = here is not None and turn[k] is not None and turn[k][0] == here[0]
-            if not holds(hi, k) or not (says(hi, si) or says(hi, k)):
+            if not holds(hi, k) or not (told_here or says(hi, k)):
                 continue
             # "I bought a secondhand wheel. I paid $260 for it.": when the neighbour in the
             # same paragraph (or the teller's same story) holds asked words of its own, or

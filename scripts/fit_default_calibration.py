@@ -46,6 +46,7 @@ writing. Delete ``--work`` after a change to what sync stores.
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -165,12 +166,13 @@ def _conversation_slope(cal, folder: Path, golden: Path, work: Path, kb: KB, set
                 run_eval(talk, g.questions, resolve_documents(talk, g.questions), setting), True)
     offset = ((s.x - cal.mean) / cal.scale) @ cal.coef + cal.intercept  # the pooled model's logits
     raw = s.x[:, j]
-    slope = fit_offset_slope(offset, raw, s.y, l2=CONVERSATION_L2)
+    fit = functools.partial(fit_offset_slope, l2=CONVERSATION_L2)
+    slope = fit(offset, raw, s.y)
     fold = np.random.default_rng(0).integers(0, 5, len(s.y))
     held = np.zeros(len(s.y))
     for f in range(5):
         tr = fold != f
-        held[~tr] = _sigmoid(offset[~tr] + fit_offset_slope(offset[tr], raw[tr], s.y[tr], l2=CONVERSATION_L2) * raw[~tr])
+        held[~tr] = _sigmoid(offset[~tr] + fit(offset[tr], raw[tr], s.y[tr]) * raw[~tr])
     cal.coef[j] = slope * cal.scale[j]
     cells = []
     for p in (_sigmoid(offset), _sigmoid(offset + slope * raw), held):

@@ -101,12 +101,10 @@ def add_commands(cli: click.Group) -> None:
                 click.echo(f"    {h.snippet}")
             if dry_run:
                 click.echo(f"{no_estimate}; dry run: nothing was spent")
-            if res.abstained:
-                # No answer is owed: the notes lack it. Only --deep could look further.
-                click.echo(click.style("With an LLM backend, --deep would look further: ", fg="yellow")
-                           + no_backend_hint())
-            else:
-                click.echo(click.style("No LLM backend, so no answer: ", fg="yellow") + no_backend_hint())
+            # An abstaining search owes no answer (the notes lack it): only --deep could look further.
+            lead = ("With an LLM backend, --deep would look further: " if res.abstained
+                    else "No LLM backend, so no answer: ")
+            click.echo(click.style(lead, fg="yellow") + no_backend_hint())
             return
         from .budget import confirm, eur
         from .engine import Run
