@@ -126,13 +126,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # Bridges (plugins/pinakes-ppr/pinakes_ppr/bridges.py): the best `ppr_bridge_roots`
         # documents lift the documents they link to or name, by how well the link's context
         # fits the question, damped by both ends' degree, gated by the lifted document's own
-        # cosine; never above the document that lifted it. 0 switches bridges off.
+        # cosine, or vouched for by the best document's fitting link (link_trust: 0 ignores
+        # that link); never above the document that lifted it. 0 switches bridges off.
         "ppr_bridge_weight": 12.0,
         "ppr_bridge_roots": 3,
         "ppr_bridge_temperature": 0.12,
         "ppr_bridge_degree_power": 0.5,
         "ppr_bridge_context_floor": 0.0,
         "ppr_bridge_cap": 0.9,
+        "ppr_bridge_link_trust": 1.0,
     },
     "budget": {"max_eur_per_operation": 0.10, "confirm_above_eur": 0.02},
     "llm": {"backend": "", "model": ""},

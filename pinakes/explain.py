@@ -362,8 +362,11 @@ def _graph_hit_lines(graph: Mapping[str, Any]) -> list[str]:
         lines.append("  path: " + _path_text(path))
     bridge = graph.get("bridge")
     if bridge:
-        lines.append(f"  bridge: {_n(bridge.get('before'))} -> {_n(bridge.get('after'))} "
-                     f"(gate {_n(bridge.get('gate'), 2)})")
+        vouched = bridge.get("vouched") or 0.0
+        gate = f"gate {_n(bridge.get('gate'), 2)}" + (
+            f": resemblance {_n(bridge.get('resemblance'), 2)}, the best note's link {_n(vouched, 2)}"
+            if vouched > 0 else "")
+        lines.append(f"  bridge: {_n(bridge.get('before'))} -> {_n(bridge.get('after'))} ({gate})")
         for v in bridge.get("via") or []:
             found = ", ".join(v.get("context") or []) if isinstance(v.get("context"), list) \
                 else str(v.get("context") or "")

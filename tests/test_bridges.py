@@ -207,3 +207,64 @@ def test_a_link_written_as_here_is_followed_for_what_the_sentence_before_says(ma
     bare.sync()
     order = _order(bare, q)
     assert _rank(order, "easel.md") < _rank(order, "quill.md"), order
+
+
+def _vouch_vault(link: str) -> dict[str, str]:
+    """A file-system note whose sentence ``link`` joins it to Sorter, a note unlike the question.
+
+    Sorter's own text shares no word with the question, and a dozen notes on apps
+    resemble its asked part ("what else did I use it for") more than Sorter does.
+    """
+    files = {
+        "file-system.md": f"# My file system\n\nRecipes live in ~/recipes. {link} Scans go to "
+                          "~/archive and photos to ~/pictures.\n",
+        "sorter.md": "# Sorter\n\nA small background utility. Years ago it tidied my downloads "
+                     "folder every night; now it only renames scanned receipts.\n",
+    }
+    for i, app in enumerate(["Notely", "Clipper", "Timer", "Scribe", "Mapper", "Reader",
+                             "Pocketbook", "Tasker", "Sketcher", "Player", "Weather", "Budget"]):
+        files[f"apps/a{i}.md"] = (f"# {app}\n\nA tool I use every day for lists. What else did I "
+                                  f"use it for? Drafts, journals and a few old letters.\n")
+    return files
+
+
+def test_the_best_notes_fitting_link_vouches_for_a_target_unlike_the_question(make_kb) -> None:
+    """"The tool that auto-commits my recipe lists: what else did I use it for?"
+
+    The question describes the file-system note; only that note's link sentence
+    ("my recipe lists are committed by Sorter") names the tool. Sorter resembles
+    nothing in the question, so its own cosine gates the lift down; the best
+    note's fitting link stands in for that resemblance (noisy-or), and Sorter
+    comes right after the note that names it. With ``ppr_bridge_link_trust = 0``
+    the gate alone decides and Sorter stays below the look-alikes.
+    """
+    q = "The tool that auto-commits my recipe lists: what else did I use it for?"
+    kb = make_kb(_vouch_vault("All my recipe lists are committed automatically by [Sorter](sorter.md)."),
+                 name="vouch")
+    kb.sync()
+    order = _order(kb, q)
+    assert order[0] == "file-system.md", order
+    assert order[1] == "sorter.md", order
+    gated = _order(kb, q, ppr_bridge_link_trust=0.0)
+    assert _rank(gated, "sorter.md") > 2, gated
+    # The lift says why: the gate on Sorter's own cosine, and the best note's link.
+    hits = kb.search(q, k=10, channel="ppr", explain=True).hits
+    lift = next(h.explain["graph"]["bridge"] for h in hits if h.path == "sorter.md")
+    assert lift["vouched"] > 0.2 and lift["resemblance"] < 0.1, lift
+    assert lift["gate"] == pytest.approx(1 - (1 - lift["resemblance"]) * (1 - lift["vouched"]), abs=1e-3)
+
+
+def test_a_title_mention_does_not_vouch(make_kb) -> None:
+    """The same sentence naming Sorter without linking it: a mention is no author's pointer.
+
+    The mention still joins the notes (a bridge with its fit), but Sorter's own
+    cosine gates it, as before the best note's link could vouch.
+    """
+    q = "The tool that auto-commits my recipe lists: what else did I use it for?"
+    kb = make_kb(_vouch_vault("All my recipe lists are committed automatically by Sorter."),
+                 name="mention")
+    kb.sync()
+    order = _order(kb, q)
+    assert order[0] == "file-system.md", order
+    assert order == _order(kb, q, ppr_bridge_link_trust=0.0)
+    assert _rank(order, "sorter.md") > 2, order

@@ -241,6 +241,7 @@ class Settings:
                 degree_power=max(0.0, float(get("ppr_bridge_degree_power"))),
                 context_floor=min(1.0, max(0.0, float(get("ppr_bridge_context_floor")))),
                 cap=min(1.0, max(0.0, float(get("ppr_bridge_cap")))),
+                link_trust=min(1.0, max(0.0, float(get("ppr_bridge_link_trust")))),
 
             ),
         )

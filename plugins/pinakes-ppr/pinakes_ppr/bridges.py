@@ -33,7 +33,24 @@ or by naming B's title (a title mention, from the mentions plugin's tables):
   in-degree both damp, so neither can collect what the question does not ask;
 * ``gate(B)``: ``exp(-(best cosine - B's best cosine) / temperature)``: B must
   itself look like part of the answer (query-gated spreading). A linked page
-  about something else stays where the hybrid put it.
+  about something else stays where the hybrid put it. One link stands in for
+  that resemblance: the *best* document's link to B (a link its author wrote,
+  not a title it happens to name), as far as it fits. The
+  best document is the one the question describes, so where its link's context
+  holds what the question asks beyond it, that link is the relation asked
+  about, and B answers what the question asks, not what it describes ("the app
+  that auto-commits my lists: what else did I use it for?" describes the file
+  system note, whose sentence "... committed with [Hazel]" holds "commits" and
+  "lists"; the Hazel note resembles none of it). Either is evidence that B
+  belongs, so the gate is their noisy-or:
+  ``1 - (1 - gate) × (1 - trust × fit(best, B))``. A lower root's fitting link
+  does not vouch: below the best document, a context sharing the question's
+  words is as often its subject said again ("my personal site") as the
+  relation; measured, the vouching of every root lifted a vault's index note
+  over a simple lookup's answer. Nor does a title mention: "money" near the
+  title of a book on money lifted the book into the answer's top three, and
+  the confidence's reader, reading the book's sentence, abstained
+  (docs/benchmarks.md, "The best note's link").
 
 The lift is added to B's best chunk on the base ranking's own scale, and two
 rules keep the ranking's head: a root lifts only documents ranked below it,
@@ -357,6 +374,7 @@ class BridgeSettings:
     degree_power: float = 0.5
     context_floor: float = 0.0
     cap: float = 0.9
+    link_trust: float = 1.0  # how far the best document's fitting link stands in for the gate
 
 
 @dataclass
@@ -366,10 +384,12 @@ class Lift:
     doc_row: int
     chunk_id: int
     via: list[dict[str, Any]]  # per root: {root chunk, kind, fit, stems, affinity}
-    gate: float
+    gate: float  # the gate applied: resemblance or the best document's link, as a noisy-or
     lift: float
     before: float
     after: float
+    resemblance: float = 0.0  # the gate on the lifted chunk's own cosine alone
+    vouched: float = 0.0  # the best document's link fit to it (0: none)
 
 
 def query_weights(terms: dict[str, float]) -> dict[str, float]:
@@ -495,6 +515,7 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
     # weights leave the seeds' names out, relations.py).
     asked = {a: _without(weights, title) for a, title in _titles(dg, [a for a, _ in roots]).items()}
     gained: dict[int, float] = {}
+    vouched: dict[int, float] = {}  # doc row -> the fit of the best document's link to it
     cap: dict[int, float] = {}
     via: dict[int, list[dict[str, Any]]] = {}
     share_of = {a: sc / top for a, (_c, sc) in roots}
@@ -508,6 +529,8 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
         norm = (dg.degree[a] * dg.degree[b]) ** (settings.degree_power / 2)
         affinity = kind_w * fit / norm
         gained[b] = gained.get(b, 0.0) + share_of[a] * affinity
+        if a == roots[0][0] and dg.link_w[e] > 0:
+            vouched[b] = max(vouched.get(b, 0.0), min(raw_fit, 1.0))
         cap[b] = max(cap.get(b, 0.0), chunk_of[a][1])
         via.setdefault(b, []).append({
             "root_chunk": chunk_of[a][0], "root_doc": int(dg.doc_key[a]),
@@ -518,7 +541,7 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
     if not gained:
         return list(base), []
     scores = {int(c): float(sc) for c, sc in base}
-    lifts = _apply(dg, graph, list(gained.items()), cap, cosines, top, scores, settings)
+    lifts = _apply(dg, graph, list(gained.items()), cap, vouched, cosines, top, scores, settings)
     if not lifts:
         return list(base), []
     for lift in lifts:
@@ -527,7 +550,7 @@ def bridge_lift(dg: DocGraph, graph: GraphIndex, conn: sqlite3.Connection,
 
 
 def _apply(dg: DocGraph, graph: GraphIndex, gained: list[tuple[int, float]], cap: dict[int, float],
-           cosines: ChunkCosines, top: float, scores: dict[int, float],
+           vouched: dict[int, float], cosines: ChunkCosines, top: float, scores: dict[int, float],
            settings: BridgeSettings) -> list[Lift]:
     """Lift each gaining document's best chunk (``scores`` updated in place); what was lifted.
 
@@ -543,7 +566,9 @@ def _apply(dg: DocGraph, graph: GraphIndex, gained: list[tuple[int, float]], cap
         return []
     owner = np.repeat(np.arange(len(gained)), sizes)
     nodes = dg.chunk_nodes[np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))]
-    gates = _gate(cosines.of_nodes(nodes), cosines.top, settings)
+    own = _gate(cosines.of_nodes(nodes), cosines.top, settings)
+    vouch = np.array([vouched.get(b, 0.0) for b, _ in gained]) * min(max(settings.link_trust, 0.0), 1.0)
+    gates = 1.0 - (1.0 - own) * (1.0 - vouch[owner])
     chunks = graph.chunk_of[nodes].tolist()
     before = np.array([scores.get(c, 0.0) for c in chunks])
     gain = np.array([g for _, g in gained])
@@ -559,7 +584,9 @@ def _apply(dg: DocGraph, graph: GraphIndex, gained: list[tuple[int, float]], cap
             b = gained[int(owner[i])][0]
             scores[chunks[i]] = float(after[i])
             lifts.append(Lift(b, chunks[i], [], round(float(gates[i]), 4),
-                              float(after[i] - before[i]), float(before[i]), float(after[i])))
+                              float(after[i] - before[i]), float(before[i]), float(after[i]),
+                              resemblance=round(float(own[i]), 4),
+                              vouched=round(float(vouch[int(owner[i])]), 4)))
     return lifts
 
 

@@ -93,7 +93,8 @@ def _bridges(ctx: Any, graph: Any, lifts: Mapping[int, Any],
         via = [{**v, "root": labels.get(roots.get(int(v["root_chunk"]), -1), {}).get("label")}
                for v in lift.via]
         out[int(cid)] = {"bridge": {"before": lift.before, "lift": lift.lift, "after": lift.after,
-                                    "gate": lift.gate, "via": via}}
+                                    "gate": lift.gate, "resemblance": lift.resemblance,
+                                    "vouched": lift.vouched, "via": via}}
     return out
 
 
