@@ -35,7 +35,8 @@ or by naming B's title (a title mention, from the mentions plugin's tables):
   itself look like part of the answer (query-gated spreading). A linked page
   about something else stays where the hybrid put it. One link stands in for
   that resemblance: the *best* document's link to B (a link its author wrote,
-  not a title it happens to name), as far as it fits. The
+  not a title it happens to name), as far as it fits (the lift's own fit, which
+  reads every word joining the two, a mention's too). The
   best document is the one the question describes, so where its link's context
   holds what the question asks beyond it, that link is the relation asked
   about, and B answers what the question asks, not what it describes ("the app
@@ -567,7 +568,7 @@ def _apply(dg: DocGraph, graph: GraphIndex, gained: list[tuple[int, float]], cap
     owner = np.repeat(np.arange(len(gained)), sizes)
     nodes = dg.chunk_nodes[np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))]
     own = _gate(cosines.of_nodes(nodes), cosines.top, settings)
-    vouch = np.array([vouched.get(b, 0.0) for b, _ in gained]) * min(max(settings.link_trust, 0.0), 1.0)
+    vouch = np.array([vouched.get(b, 0.0) for b, _ in gained]) * settings.link_trust
     gates = 1.0 - (1.0 - own) * (1.0 - vouch[owner])
     chunks = graph.chunk_of[nodes].tolist()
     before = np.array([scores.get(c, 0.0) for c in chunks])
