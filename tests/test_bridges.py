@@ -228,27 +228,33 @@ def _vouch_vault(link: str) -> dict[str, str]:
     return files
 
 
-def test_the_best_notes_fitting_link_vouches_for_a_target_unlike_the_question(make_kb) -> None:
-    """"The tool that auto-commits my recipe lists: what else did I use it for?"
+VOUCH_Q = "The tool that auto-commits my recipe lists: what else did I use it for?"
 
-    The question describes the file-system note; only that note's link sentence
-    ("my recipe lists are committed by Sorter") names the tool. Sorter resembles
-    nothing in the question, so its own cosine gates the lift down; the best
-    note's fitting link stands in for that resemblance (noisy-or), and Sorter
-    comes right after the note that names it. With ``ppr_bridge_link_trust = 0``
-    the gate alone decides and Sorter stays below the look-alikes.
-    """
-    q = "The tool that auto-commits my recipe lists: what else did I use it for?"
-    kb = make_kb(_vouch_vault("All my recipe lists are committed automatically by [Sorter](sorter.md)."),
-                 name="vouch")
+
+def _vouch_orders(make_kb, sentence: str, name: str):  # type: ignore[no-untyped-def]
+    """The KB of :func:`_vouch_vault` with ``sentence``, its order for VOUCH_Q, and without trust."""
+    kb = make_kb(_vouch_vault(sentence), name=name)
     kb.sync()
-    order = _order(kb, q)
+    order = _order(kb, VOUCH_Q)
     assert order[0] == "file-system.md", order
+    return kb, order, _order(kb, VOUCH_Q, ppr_bridge_link_trust=0.0)
+
+
+def test_the_best_notes_fitting_link_vouches_for_a_target_unlike_the_question(make_kb) -> None:
+    """VOUCH_Q describes the file-system note; only its link sentence names the tool.
+
+    Sorter resembles nothing in the question, so its own cosine gates the lift
+    down; the best note's fitting link ("my recipe lists are committed ... by
+    Sorter") stands in for that resemblance (noisy-or), and Sorter comes right
+    after the note that links it. With ``ppr_bridge_link_trust = 0`` the gate
+    alone decides and Sorter stays below the look-alikes.
+    """
+    kb, order, gated = _vouch_orders(
+        make_kb, "All my recipe lists are committed automatically by [Sorter](sorter.md).", "vouch")
     assert order[1] == "sorter.md", order
-    gated = _order(kb, q, ppr_bridge_link_trust=0.0)
     assert _rank(gated, "sorter.md") > 2, gated
     # The lift says why: the gate on Sorter's own cosine, and the best note's link.
-    hits = kb.search(q, k=10, channel="ppr", explain=True).hits
+    hits = kb.search(VOUCH_Q, k=10, channel="ppr", explain=True).hits
     lift = next(h.explain["graph"]["bridge"] for h in hits if h.path == "sorter.md")
     assert lift["vouched"] > 0.2 and lift["resemblance"] < 0.1, lift
     assert lift["gate"] == pytest.approx(1 - (1 - lift["resemblance"]) * (1 - lift["vouched"]), abs=1e-3)
@@ -260,11 +266,7 @@ def test_a_title_mention_does_not_vouch(make_kb) -> None:
     The mention still joins the notes (a bridge with its fit), but Sorter's own
     cosine gates it, as before the best note's link could vouch.
     """
-    q = "The tool that auto-commits my recipe lists: what else did I use it for?"
-    kb = make_kb(_vouch_vault("All my recipe lists are committed automatically by Sorter."),
-                 name="mention")
-    kb.sync()
-    order = _order(kb, q)
-    assert order[0] == "file-system.md", order
-    assert order == _order(kb, q, ppr_bridge_link_trust=0.0)
+    _kb, order, gated = _vouch_orders(
+        make_kb, "All my recipe lists are committed automatically by Sorter.", "mention")
+    assert order == gated
     assert _rank(order, "sorter.md") > 2, order
