@@ -33,7 +33,10 @@ already holds, IDF from the search's own cache):
     *wrote* ColBERT?" against "introduced by Omar Khattab"), not a gap. For
     "who <verb>" that holds only where the name's sentence says the deed in
     some form or names an agent ("by ..."): "My aunt Greta gave me this
-    French press in Lisbon" names two things and no inventor
+    French press in Lisbon" names two things and no inventor. For "which
+    <thing> do I <verb>" it holds only where the sentence says the verb or
+    anything beyond names: a bare list entry ("[Leica M10P]" among cameras
+    worth a look) names a camera, not the one the asker owns
     (:func:`asked_deed`; light verbs such as "got" and "made" are exempt).
 ``unknown_name``
     1 when the question writes a name (a capitalised word past the first, an
@@ -930,28 +933,75 @@ _LIGHT_VERBS = frozenset("""get gets got gotten make makes made take takes took 
     help helps helped""".split())
 #: "introduced by Omar Khattab", "made by my aunt": a passive's agent names who did it.
 _BY_AGENT = re.compile(r"\bby\s+(?:[\w\-]+\s+){0,2}?(?:[A-Z]|(?:my|our|his|her|their)\b)")
+#: "Which Leica camera do I own?": the asker's own deed with a thing of the asked kind.
+_ASKER_DEED = re.compile(r"\s*(?:which|what)\b[^?]*?\b(?:do|did|does)\s+(?:i|we)\s+"
+                         r"(?:(?:still|usually|mostly|currently|actually|really)\s+)?([a-z][\w\-']*)")
+#: A word of a sentence that is no part of a name: lower case, not a number.
+_PLAIN_WORD = re.compile(r"(?<![\w/.])[a-z][a-z'\-]*\b")
+
+
+@dataclass(frozen=True)
+class Deed:
+    """The deed a question asks about (:func:`asked_deed`).
+
+    ``term``: the verb as one of the query's terms (None when the verb is no
+    content term: "own" is a stopword). ``asker``: the asker did it ("Which
+    Leica camera do I own?"), and any sentence that says something of the thing
+    may tell it ("Shoes: ASICS Novablast 4, replaced every 700 km" in the asker's
+    running note), but not a bare entry of a list ("[Leica M10P]" among cameras
+    worth a look): a name alone says that the thing exists, not what the asker
+    does with it. Otherwise somebody did it ("Who invented ..."), and a
+    passive's agent ("by Alan Adler") tells it.
+    """
+
+    term: str | None
+    asker: bool = False
+
+    def told(self, sentence: str, patterns: dict[str, re.Pattern[str]]) -> bool:
+        """Does ``sentence`` tell this deed: its verb in some form, or who did it?"""
+        if self.term is not None and patterns[self.term].search(sentence):
+            return True
+        if self.asker:
+            return bool(_PLAIN_WORD.search(re.sub(r"\]\([^)]*\)|https?://\S+", " ", sentence)))
+        return bool(_BY_AGENT.search(sentence))
 
 
 def asked_deed(query: str, expected: Expected, terms: Sequence[str],
-                patterns: dict[str, re.Pattern[str]]) -> str | None:
-    """The verb a "who <verb>" question asks about ("invented" in "Who invented the
-    Mashiko cup?"), as one of ``terms``; None for "who is / did ...", or any other kind.
+                patterns: dict[str, re.Pattern[str]]) -> Deed | None:
+    """The deed a question asks about, when a name answers it only where the deed is told.
 
-    A name in the sentence that matches such a question best stands for its answer only
-    where that sentence says the deed (any form of the verb) or names an agent ("by
-    Alan Adler"): "Maya found her Mashiko cup in Kyoto" names Maya, not an inventor.
+    * "who <verb>" ("invented" in "Who invented the Mashiko cup?"; not "who is / did
+      ..."): a name in the sentence that matches best stands for the answer only where
+      that sentence says the deed (any form of the verb) or names an agent ("by Alan
+      Adler"): "Maya found her Mashiko cup in Kyoto" names Maya, not an inventor.
+    * "which / what <thing> do I <verb>" ("Which Leica camera do I own?"): a name of the
+      thing stands for the answer only where its sentence says the verb or anything
+      beyond names. A bare list item ("- [Leica M10P](...)" among cameras worth a look)
+      names a camera, not the asker's.
+
+    None for any other question, a choice between names ("X or Y?") and light verbs
+    ("got", "made"), whose deed is told in other words as often as not.
     """
-    if not expected.relation:
-        return None
-    m = re.match(r"\s*(?:who|whom)\s+([a-z][\w\-']*)", _normal(query))
-    if m is None or re.fullmatch(_AUX, m.group(1)) or m.group(1) in STOPWORDS:
-        return None
+    low = _normal(query)
     if re.search(r"\bor\b", query):
         return None  # "Who lived longer, X or Y?": a choice between names the question gives
+    if expected.relation:
+        m = re.match(r"\s*(?:who|whom)\s+([a-z][\w\-']*)", low)
+        asker = False
+    elif expected.kind in (NAME, PLACE):
+        m = _ASKER_DEED.match(low)
+        asker = True
+    else:
+        return None
+    if m is None or re.fullmatch(_AUX, m.group(1)):
+        return None
     word = m.group(1)
     if word in _LIGHT_VERBS:
         return None  # "Who got Ines into volunteering?": "she asked if I could help" says it too
-    return next((t for t in terms if patterns[t].search(word)), None)
+    if word in STOPWORDS:
+        return Deed(None, asker) if asker else None
+    term = next((t for t in terms if patterns[t].search(word)), None)
+    return Deed(term, asker) if term is not None or asker else None
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -1032,11 +1082,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     deed = asked_deed(query, expected, terms, patterns)
 
     def says(hi: int, si: int) -> bool:
-        """The sentence tells the deed a "who <verb>" question asks about (or none is asked)."""
-        if deed is None:
-            return True
-        sent = per_hit[hi][0][si]
-        return bool(patterns[deed].search(sent) or _BY_AGENT.search(sent))
+        """The sentence tells the deed the question asks about (or none is asked)."""
+        return deed is None or deed.told(per_hit[hi][0][si], patterns)
 
     names: dict[tuple[int, int], set[str]] = {}
 

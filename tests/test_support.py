@@ -31,6 +31,7 @@ from pinakes.support import (
     QUANTITY,
     UNCHECKED,
     WEEKDAY,
+    Deed,
     Expected,
     Support,
     answer_type,
@@ -317,17 +318,72 @@ def test_a_name_beside_the_subject_is_no_answer_to_who_did_it(make_kb: Any) -> N
 
 
 @pytest.mark.parametrize(("question", "deed"), [
-    ("Who invented the French press?", "invented"),
+    ("Who invented the French press?", Deed("invented")),
     ("Whom did Maya thank?", None),  # an auxiliary: the deed is further on
     ("Who is Noor's piano teacher?", None),
     ("Who lived longer, Ludwig Elsbett or Pamela Rymer?", None),  # a choice between names
     ("Who got Ines into volunteering?", None),  # a light verb
-    ("What did Maya invent?", None),  # not a "who" question
+    ("What did Maya invent?", None),  # not a "who" question, and not the asker's deed
+    ("Which chair do I sit on?", Deed("sit", asker=True)),
+    ("Which Leica camera do I own?", Deed(None, asker=True)),  # "own" is a stopword
+    ("Which editor do I still use for Go?", Deed("use", asker=True)),
+    ("Which camera did I get in Tokyo?", None),  # a light verb
+    ("Which camera do you own?", None),  # not the asker's
+    ("How many cameras do I own?", None),  # a number, not a name, answers it
 ])
-def test_the_deed_a_who_question_asks_about(question: str, deed: str | None) -> None:
+def test_the_deed_a_question_asks_about(question: str, deed: Deed | None) -> None:
     terms = content_terms(question)
     patterns = {t: term_pattern(t) for t in terms}
     assert asked_deed(question, answer_type(question), terms, patterns) == deed
+
+
+def test_a_bare_list_entry_is_no_answer_to_what_the_asker_does(make_kb: Any) -> None:
+    """"Which Leica camera do I own?" against a photography note's links: "[Leica M10P](...)"
+    names a camera worth a look, not the asker's. A sentence saying anything of the thing
+    ("Shoes: ASICS Novablast 4, replaced every 700 km") may tell it, with or without the verb."""
+    kb = make_kb({
+        "art/photography.md": """
+            # Photography
+
+            Cameras and lenses I read about, and photographers whose work I follow.
+
+            ## Cameras
+
+            - [Leica M10P](https://example.com/leica-m10p)
+            - [Ricoh GR III](https://example.com/ricoh-gr3)
+            - [Fujifilm X100V](https://example.com/x100v)
+
+            ## Photographers
+
+            - [Saul Leiter](https://example.com/leiter)
+            - [Fan Ho](https://example.com/fan-ho)
+            """,
+        "health/running.md": """
+            # Running
+
+            I run three times a week along the canal, 30 km in all.
+
+            - Shoes: ASICS Novablast 4, replaced every 700 km
+            - Watch: Garmin Forerunner 255
+            """,
+        "sharing/things.md": """
+            # Things I own
+
+            - Desk: an oak table from a flea market, 140 cm wide
+            - Phone: Pixel 7, two years old
+            """,
+    }, name="gear")
+    kb.sync()
+    for question in ("Which Leica camera do I own?", "Which Ricoh camera do I shoot with?"):
+        support, x = support_of(kb, question)
+        assert support.expects == "name" and support.answer_at is None, question
+        assert x[FEATURES.index("typed_missing")] > 0.2, question
+    owned = kb.search("Which Leica camera do I own?")
+    assert owned.abstained and owned.reason is not None and "no name near" in owned.reason
+    shoes, x = support_of(kb, "Which running shoes do I use?")
+    assert shoes.answer_at is not None and "Novablast" in shoes.answer_at
+    assert x[FEATURES.index("typed_missing")] == 0.0
+    assert not kb.search("Which running shoes do I use?").abstained
 
 
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
