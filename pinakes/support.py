@@ -1304,6 +1304,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     found = [t for t in terms if t in best and t not in about_toks]
     found.sort(key=lambda t: -idf[t])
     unknown = []
+    named: set[str] = set()  # the terms the question writes as names
     written: dict[str, str] = {}  # a term as the question writes it
     # A question typed in capitals ("WHO INVENTED THE FRENCH PRESS") says nothing by its case.
     shouted = not any(c.islower() for c in query)
@@ -1320,6 +1321,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             continue
         name_like = (m.start() > 0 and word != low and not shouted) or (  # a capital past the first
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
+        if name_like:
+            named.add(low)
         if name_like and df_of(low) == 0:
             unknown.append(word)
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
@@ -1330,6 +1333,14 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                                                        speakers=speakers)
     kind = expected.kind
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
+    missing = [t for t in unsupported if t in named]
+    read = {h.path for h in top}
+    if kind is not None and missing and not any(
+            patterns[t].search(h.text) for h in hits[SUPPORT_HITS:] if h.path in read for t in missing):
+        # A name the question writes is in none of the top hits, nor in their notes' other
+        # hits: the token the reader found is another thing's ("How much disk space does a
+        # Rust for Linux build need?" against "a Fuchsia checkout and build takes 46G").
+        typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for
         # the missing part, so what is missing is the typed gap too.

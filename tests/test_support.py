@@ -386,6 +386,36 @@ def test_a_bare_list_entry_is_no_answer_to_what_the_asker_does(make_kb: Any) -> 
     assert not kb.search("Which running shoes do I use?").abstained
 
 
+BUILDS = {
+    "builds/fuchsia.md": "# Fuchsia integration\n\nThe Fuchsia job builds the toolchain and runs the "
+                         "Fuchsia tests. A Fuchsia checkout is large: a checkout and build takes 46G "
+                         "of disk space, and it takes a while.\n",
+    "builds/chromium.md": "# Chromium builds\n\nA Chromium checkout and build needs about 100 GB of "
+                          "free disk space and 16 GB of memory.\n",
+    "builds/prerequisites.md": "# Prerequisites\n\nYou need 30 GB of free disk space, a C compiler "
+                               "and Python 3 to build from a checkout.\n",
+    "people/ines.md": "# Ines\n\nInes runs Linux on her old laptop and bakes bread on Sundays.\n",
+}
+
+
+def test_a_number_for_another_thing_does_not_answer(make_kb: Any) -> None:
+    """"How much disk space does a Linux build need?" against notes giving Fuchsia's and
+    Chromium's: each holds a number, for another thing. A name the question writes that
+    none of the top hits holds (nor their notes' other hits) leaves no token standing for
+    the answer; the KB mentions Linux elsewhere, so it is no unknown name either."""
+    kb = make_kb(BUILDS, name="builds")
+    kb.sync()
+    linux = "How much disk space does a checkout and build of the Linux integration need?"
+    support, x = support_of(kb, linux)
+    assert "Linux" in support.unsupported and support.unknown == []
+    assert x[FEATURES.index("typed_missing")] == 1.0 and support.answer_at is None
+    res = kb.search(linux)
+    assert res.abstained and res.reason is not None and "'Linux'" in res.reason
+    fuchsia = kb.search(linux.replace("Linux", "Fuchsia"))
+    assert not fuchsia.abstained and fuchsia.support is not None
+    assert "46G" in (fuchsia.support["answer_at"] or "")
+
+
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
     res = coffee.search(CHEMEX)
     assert res.confidence is not None and res.abstained
