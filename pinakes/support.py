@@ -71,7 +71,11 @@ already holds, IDF from the search's own cache):
     share of the question but matches no sentence to it, and when no sentence
     of the top hits holds an asked word at all, the typed gap is the asked
     gap: "What's my accountant's name?" is not answered by "each file name
-    starts with the date". The feature
+    starts with the date". A name the question writes that none of the top
+    hits holds (nor other hits of their notes) makes the feature 1: the
+    token found is another thing's ("How much disk space does a Rust for
+    Linux build need?" against "a Fuchsia checkout and build takes 46G").
+    The feature
     ramps from 0 at a gap of :data:`TYPED_GAP_FROM` (a stray word) to 1 at
     :data:`TYPED_GAP_FULL` (a main content word of the question).
 
