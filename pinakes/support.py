@@ -942,6 +942,8 @@ _ASKER_DEED = re.compile(r"\s*(?:which|what)\b[^?]*?\b(?:do|did|does)\s+(?:i|we)
                          r"(?:(?:still|usually|mostly|currently|actually|really)\s+)?([a-z][\w\-']*)")
 #: A word of a sentence that is no part of a name: lower case, not a number.
 _PLAIN_WORD = re.compile(r"(?<![\w/.])[a-z][a-z'\-]*\b")
+#: A Markdown link's target and a bare URL: no words of the sentence.
+_LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+")
 
 
 @dataclass(frozen=True)
@@ -966,7 +968,7 @@ class Deed:
         if self.term is not None and patterns[self.term].search(sentence):
             return True
         if self.asker:
-            return bool(_PLAIN_WORD.search(re.sub(r"\]\([^)]*\)|https?://\S+", " ", sentence)))
+            return bool(_PLAIN_WORD.search(_LINK_TARGET.sub(" ", sentence)))
         return bool(_BY_AGENT.search(sentence))
 
 
@@ -1100,11 +1102,11 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
             break
-        if per_hit[hi][1] or holds(hi, si) and says(hi, si):
+        told_here = says(hi, si)  # a neighbour's name answers when either sentence tells the deed
+        if per_hit[hi][1] or holds(hi, si) and told_here:
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
         sents, _, paragraph, turn = per_hit[hi]
-        told_here = says(hi, si)  # a neighbour's name answers when either sentence tells the deed
         # The sentences either side; in a conversation, the teller's others in this turn and
         # in their next or last one, past the other's "how did it go?" ("I ran the charity
         # 5K." ... "I finished in 27 minutes.").
@@ -1337,14 +1339,15 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                                                        speakers=speakers)
     kind = expected.kind
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
-    missing = [t for t in unsupported if t in named]
-    read = {h.path for h in top}
-    if kind is not None and missing and not any(
-            patterns[t].search(h.text) for h in hits[SUPPORT_HITS:] if h.path in read for t in missing):
-        # A name the question writes is in none of the top hits, nor in their notes' other
-        # hits: the token the reader found is another thing's ("How much disk space does a
-        # Rust for Linux build need?" against "a Fuchsia checkout and build takes 46G").
-        typed, answer_at = 1.0, None
+    # A name the question writes is in none of the top hits, nor in their notes' other hits:
+    # the token the reader found is another thing's ("How much disk space does a Rust for
+    # Linux build need?" against "a Fuchsia checkout and build takes 46G").
+    missing = [t for t in unsupported if t in named] if kind is not None else []
+    if missing:
+        read = {h.path for h in top}
+        if not any(patterns[t].search(h.text) for h in hits[SUPPORT_HITS:] if h.path in read
+                   for t in missing):
+            typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for
         # the missing part, so what is missing is the typed gap too.

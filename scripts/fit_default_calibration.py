@@ -150,6 +150,11 @@ SWEEP = (0.2, 0.25, 0.3, 0.35)
 CV_SEEDS = 10
 
 
+def _cell(near: float | None, false: float | None, ece: float) -> str:
+    """One report cell: near-miss abstention / false-abstain / ECE."""
+    return f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}"
+
+
 def mean_rates(ps: list[np.ndarray], s: Source, below: float) -> tuple[float, float, float, float]:
     """:func:`rates` averaged over several held-out predictions: near, false, ECE and ECE's sd."""
     got = [rates(p, s, below) for p in ps]
@@ -281,12 +286,9 @@ def main() -> None:
                                      weights=weights(rest), l2=SHIPPED_L2)
         loso = _sigmoid(((s.x - m) / sc) @ co + b0)
         held[s.name] = (s, [cv[sl] for cv in cvs], loso)
-        cells = []
-        for p in (cal.predict(s.x), loso):
-            near, false, ece = rates(np.asarray(p), s, below)
-            cells.append(f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}")
+        cells = [_cell(*rates(np.asarray(p), s, below)) for p in (cal.predict(s.x), loso)]
         near, false, ece, sd = mean_rates(held[s.name][1], s, below)
-        cv_cell = f"{100 * near:3.0f}% / {100 * false:3.1f}% / {ece:.3f}±{sd:.3f}"
+        cv_cell = _cell(near, false, ece) + f"±{sd:.3f}"
         floor = ece_floor(np.mean(held[s.name][1], axis=0))
         print(f"{s.name:14} {cells[0]:>22} {cv_cell:>28} {cells[1]:>22} {floor.mean:>10.3f} "
               f"{floor.within_target:>10.0%}")
