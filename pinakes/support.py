@@ -75,6 +75,11 @@ already holds, IDF from the search's own cache):
     hits holds (nor other hits of their notes) makes the feature 1: the
     token found is another thing's ("How much disk space does a Rust for
     Linux build need?" against "a Fuchsia checkout and build takes 46G").
+    So does a "what / which / how" question two of whose asked words (beyond
+    its names, the kind's noun and relations to a person) the top hits all
+    lack: a token there sits near the subject and answers something else
+    ("Which hotel did we stay at in Kyoto?" against "Maya found her Mashiko
+    cup in a shop in Kyoto"; :func:`asks_thing`).
     The feature
     ramps from 0 at a gap of :data:`TYPED_GAP_FROM` (a stray word) to 1 at
     :data:`TYPED_GAP_FULL` (a main content word of the question).
@@ -574,6 +579,22 @@ def _is_head(text: str, pos: int) -> bool:
     """Is the wh-word at ``pos`` its clause's head ("in which city"), not embedded ("decide how")?"""
     before = re.split(r"[,;:.?!(]|\b(?:and|or|but)\b", text[:pos])[-1].split()
     return all(w in _LEAD for w in before)
+
+
+#: The wh-words that ask for an instance of a thing: "which hotel", "what colour", "how much".
+#: "Who", "where" and "when" ask a relation, which the evidence often words its own way
+#: ("Who is X's paternal grandfather?" answered by two notes saying "son of").
+_THING_WH = frozenset(("what", "which", "how"))
+#: How many of the asked words (beyond names, the kind's noun and relations to a person) the
+#: top hits must all lack before no token near the subject answers (see :func:`assess`).
+MIN_ASKED_UNHELD = 2
+
+
+def asks_thing(query: str) -> bool:
+    """Does every head wh-word of ``query`` ask for a thing (what / which / how)?"""
+    low = _normal(query)
+    heads = [m.group(1) for m in _WH.finditer(low) if _is_head(low, m.start())]
+    return bool(heads) and all(h in _THING_WH for h in heads)
 
 
 def _content(words: Sequence[str]) -> list[str]:
@@ -1352,6 +1373,18 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         # No sentence of the top hits holds an asked word: no token there can stand in for
         # the missing part, so what is missing is the typed gap too.
         typed = gap
+    # Nothing the question asks is in the top hits, only what it is about: whatever token sits
+    # near the subject answers something else ("Which hotel did we stay at in Kyoto?" against
+    # "Maya found her Mashiko cup in a shop in Kyoto": no "hotel", no "stay"). The asked words
+    # counted leave out the names the question writes, the kind's own noun ("what *colour*")
+    # and a relation to a person ("X's *father*": "son of Y" says it backwards); two of them
+    # must be missing, since a note says one word another way as often as not ("Which editor
+    # do I *use*?": "Neovim, with ...").
+    if kind is not None and asks_thing(query):
+        kind_noun = kind_word(query)
+        plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
+        if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
+            typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
         # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the

@@ -36,6 +36,7 @@ from pinakes.support import (
     Support,
     answer_type,
     asked_deed,
+    asks_thing,
     assess_search,
     holds_typed,
     kind_word,
@@ -414,6 +415,53 @@ def test_a_number_for_another_thing_does_not_answer(make_kb: Any) -> None:
     fuchsia = kb.search(linux.replace("Linux", "Fuchsia"))
     assert not fuchsia.abstained and fuchsia.support is not None
     assert "46G" in (fuchsia.support["answer_at"] or "")
+
+
+TRIP = {
+    "travel/japan.md": "# Japan 2024\n\nTwo weeks in October with [[Maya]]: Tokyo, Kyoto, Kanazawa.\n\n"
+                       "- Maya found her Mashiko cup in a shop in Kyoto.\n"
+                       "- Best meal: a soba place near Higashi Chaya in Kanazawa.\n",
+    "people/Maya.md": "# Maya\n\nMy partner. Works as a landscape architect at Buro Groen in Utrecht.\n",
+    "tools/editor.md": "# Editor\n\nNeovim, with the Kanagawa theme and Iosevka Term at size 15.\n",
+    "people/Tomas Verbeek.md": "# Tomas Verbeek\n\nTomas Verbeek (born 1961) is a cyclist, the son "
+                               "of [[Jan Verbeek]].\n",
+    "people/Jan Verbeek.md": "# Jan Verbeek\n\nJan Verbeek was an engineer born in Ghent, Belgium.\n",
+}
+
+
+def test_a_token_beside_the_subject_answers_nothing_asked(make_kb: Any) -> None:
+    """"Which hotel did we stay at in Kyoto?" against a trip note that names Kyoto and a
+    shop there: the top hits hold neither "hotel" nor "stay", so the name beside Kyoto
+    ("Mashiko") answers something else. One asked word missing is not enough ("Which
+    editor do I use?" against "Neovim, with ..."), nor a relation to a person or the
+    kind's own noun; and once the note says where they stayed, the question answers."""
+    kb = make_kb(TRIP, name="trip")
+    kb.sync()
+    hotel = "Which hotel did we stay at in Kyoto?"
+    support, x = support_of(kb, hotel)
+    assert {"hotel", "stay"} <= set(support.unsupported)
+    assert x[FEATURES.index("typed_missing")] == 1.0 and support.answer_at is None
+    res = kb.search(hotel)
+    assert res.abstained and res.reason is not None
+    assert "'hotel'" in res.reason and "'stay'" in res.reason
+    editor, x = support_of(kb, "Which editor do I use?")
+    assert x[FEATURES.index("typed_missing")] == 0.0
+    assert not kb.search("Which editor do I use?").abstained
+    # "Who", "where" and "when" ask a relation, often worded the evidence's own way
+    # ("paternal grandfather" by two notes' "son of"); the rule reads what / which / how.
+    assert asks_thing(hotel) and asks_thing("How much did the Japan trip cost?")
+    assert not asks_thing("Who is Tomas Verbeek's paternal grandfather?")
+    assert not asks_thing("Where was the performer of the song born?")
+    # A relation to a person is said another way: "X's father" by "the son of Y".
+    _, x = support_of(kb, "Which country Tomas Verbeek's father is from?")
+    assert x[FEATURES.index("typed_missing")] < 1.0
+    (kb.root / "travel" / "japan.md").write_text(
+        TRIP["travel/japan.md"] + "- In Kyoto we stayed at Hotel Kanra, near the station.\n",
+        encoding="utf-8")
+    kb.sync()
+    answered = kb.search(hotel)
+    assert not answered.abstained and answered.support is not None
+    assert "Kanra" in (answered.support["answer_at"] or "")
 
 
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
