@@ -61,7 +61,10 @@ already holds, IDF from the search's own cache):
     a place, ...). For a question about the asker (I,
     my, we), the best sentence is the best first-person statement when a top
     hit has one: in a chat log the assistant's advice repeats the question's
-    words, and the fact sits in the user's own turn. The gap between that best
+    words, and the fact sits in the user's own turn. Nor does a token in an
+    assistant's turn answer such a question (:func:`assistant_sentences`):
+    its names and numbers are its advice's, unless the question asks what
+    "you" said. The gap between that best
     sentence and the best one that does hold such a token (a neighbouring sentence's
     token counts half) is 0 for an answer and large for a near miss: "What
     font size do I use in VS Code?" against "I use VS Code ... with JetBrains
@@ -1101,9 +1104,18 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # Best-matching sentences first; reading stops once no sentence left can do better.
     typed: dict[tuple[int, int], bool] = {}
 
+    # A question about the asker's life is not answered by an assistant's turn: it gives advice
+    # and general facts ("the weather in Sintra is often cooler"), whose names and numbers are
+    # theirs. Unless the question asks what "you" said ("Which hotel did you suggest?").
+    skip_advice = about_asker and not _YOU.search(query)
+    advice: dict[int, list[bool]] = {}
+
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
-            typed[hi, si] = holds_typed(expected, per_hit[hi][0][si], frozen)
+            if skip_advice and hi not in advice:
+                advice[hi] = assistant_sentences(per_hit[hi][0])
+            typed[hi, si] = not (skip_advice and advice[hi][si]) and holds_typed(
+                expected, per_hit[hi][0][si], frozen)
         return typed[hi, si]
 
     deed = asked_deed(query, expected, terms, patterns)
@@ -1182,6 +1194,27 @@ _TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 #: A speaker label must open this many turns among the hits read (one "Note:" is no speaker).
 MIN_TURNS = 2
+
+
+#: The labels of an assistant's turns in a chat log ("**Assistant:**", "ChatGPT: ...").
+ASSISTANT_LABELS = frozenset("assistant chatgpt claude gemini copilot bot".split())
+
+
+def assistant_sentences(sents: Sequence[str]) -> list[bool]:
+    """Which of ``sents`` an assistant says: from a turn labelled as one
+    (:data:`ASSISTANT_LABELS`) up to the next label.
+
+    One label is enough, unlike :func:`sentence_turns`: a chunk of a long chat often
+    holds a single assistant turn, and "Assistant" names no person of the notes.
+    """
+    out: list[bool] = []
+    said = False
+    for sent in sents:
+        m = _TURN.match(sent)
+        if m:
+            said = m.group(1).lower() in ASSISTANT_LABELS
+        out.append(said)
+    return out
 
 
 def turns(text: str) -> list[tuple[str | None, str]]:

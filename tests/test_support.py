@@ -1010,6 +1010,38 @@ def test_in_a_chat_log_the_askers_own_turn_holds_the_fact(make_kb: Any) -> None:
     assert near.reason() == "found 'vitamin', but no number near it"
 
 
+LISBON_CHAT = """
+    # Chat session 14
+
+    **User:** Theo and I are going to Lisbon in September, our first trip abroad in years.
+
+    **Assistant:** Lisbon rewards an early start. Most restaurants open for dinner late; to
+    eat well without a booking, try the Time Out Market near Cais do Sodré.
+    """
+
+
+def test_an_assistants_advice_is_no_answer_about_the_asker(make_kb: Any) -> None:
+    """"Which restaurant in Lisbon did we eat at?" against a chat where the assistant's
+    advice names a market to eat at: the user never said where they ate. An assistant's
+    turn gives advice, whose names are its own; once the user says where they ate, the
+    question answers, and a question that asks what "you" suggested reads the advice."""
+    kb = make_kb({**COFFEE, "chats/session-14.md": LISBON_CHAT}, name="lisbon-chat")
+    kb.sync()
+    question = "Which restaurant in Lisbon did we eat at?"
+    support, x = support_of(kb, question)
+    assert support.expects == NAME and support.answer_at is None
+    assert x[FEATURES.index("typed_missing")] == 1.0
+    assert kb.search(question).abstained
+    suggested, x = support_of(kb, "Which market in Lisbon did you suggest we eat at?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Time Out" in (suggested.answer_at or "")
+    kb2 = make_kb({**COFFEE, "chats/session-14.md": LISBON_CHAT + (
+        "\n    **User:** We ate at Cervejaria Ramiro on our last night in Lisbon and loved it.\n")}, name="lisbon-chat-told")
+    kb2.sync()
+    told, x = support_of(kb2, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Ramiro" in (told.answer_at or "")
+    assert not kb2.search(question).abstained
+
+
 PHOTO_CHAT = """
     # Chat session 13
 
