@@ -903,6 +903,18 @@ def _after_stop(text: str, pos: int) -> bool:
 
 #: The asker's own voice, in a question or a note: "I", "my", "we", "our" ...
 _ASKER = re.compile(r"\b(?:I|[Mm]y|me|mine|[Ww]e|[Oo]ur|ours|us)\b")
+#: The speaker as a sentence's subject or owner ("I named him", "my kitten").
+_SELF = re.compile(r"\b(?:I|[Mm]y|[Mm]ine|[Ww]e|[Oo]ur|[Oo]urs)\b")
+#: A request for the other's news: "Tell me everything about the kitten", "send us a photo".
+_REQUEST = re.compile(r"^\W*(?:(?:please|so|okay|ok|now|and|go\s+on)\W+)?(?:tell|send|show|give|text|"
+                      r"update|remind|let)\s+(?:me|us)\b", re.IGNORECASE)
+
+
+def _tells_self(sent: str) -> bool:
+    """Is ``sent`` its speaker's word about themselves? First person, unless it only asks
+    for the other's news ("Tell me everything about the kitten": "me" tells nothing);
+    "Northgate wants me as a physio" is the speaker's news."""
+    return bool(_ASKER.search(sent)) and not (_REQUEST.match(sent) and not _SELF.search(sent))
 
 
 def _asks(sent: str) -> bool:
@@ -1258,7 +1270,8 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     the charity 10K ... and realised ..."; it is about Ines only if Ines said
     it of herself, someone said it to her ("how was your 10K?") or named her.
     So each sentence of the top hits is given to whom it is about: a speaker's
-    first-person words to the speaker, words to "you" (and none of "I") to the
+    first-person words to the speaker (not a request: "tell me about the kitten"
+    asks for the other's news), words to "you" (and none of "I") to the
     one spoken to, a sentence naming the person to that person. A plain
     statement is nobody's: the listener echoes the teller ("that charity 10K
     sounds brutal"), and what the person asked about asks ("how's the
@@ -1309,7 +1322,7 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 if not got:
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
-                first, second = bool(_ASKER.search(sent)), bool(_YOU.search(sent))
+                first, second = _tells_self(sent), bool(_YOU.search(sent))
                 calls = len(calling.findall(sent))
                 if len(mention.findall(sent)) > calls or (calls and second and not first):
                     best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")

@@ -1175,6 +1175,19 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
     assert speaker_gap_of("Why did Tomas adopt the dog?", called)[0] == 1.0
     assert speaker_gap_of("Why did Tomas adopt the dog?",
                           called.replace("Tomas, guess what", "Tomas and I"))[0] == 0.0
+    # "Tell me everything about the kitten" asks for the other's news: its "me" is no
+    # teller, so Tomas's request is not his kitten, and Ines's "I named him" is hers. An
+    # object "me" in a statement is: "Northgate wants me" is Tomas's news.
+    kitten = ("**Tomas:** I saw your photo. Tell me everything about the kitten.\n\n"
+              "**Ines:** I adopted him on Saturday. I named him Pistachio.\n\n"
+              "**Tomas:** Pistachio!\n\n**Ines:** Yes.\n")
+    assert speaker_gap_of("What did Ines name her kitten?", kitten)[0] == 0.0
+    gap, person, said_by, _ = speaker_gap_of("What did Tomas name his kitten?", kitten)
+    assert (person, said_by) == ("Tomas", "Ines") and gap > 0.0
+    clinic = ("**Tomas:** Northgate Sports Clinic wants me as a physiotherapist.\n\n"
+              "**Ines:** Wow.\n\n**Tomas:** Yes.\n\n**Ines:** Ha.\n")
+    gap, person, said_by, _ = speaker_gap_of("When did Ines start at Northgate Sports Clinic?", clinic)
+    assert (person, said_by) == ("Ines", "Tomas") and gap > 0.0
     # A single "Note:" line in a document is not a conversation.
     assert speaker_gap_of("What did Ines realise after her 10K?",
                           "Note: Tomas ran a 10K and realised he loves crowds.")[0] == 0.0
