@@ -573,6 +573,24 @@ def kind_word(query: str) -> str | None:
     return None
 
 
+def wh_noun(query: str) -> str | None:
+    """The noun whose instance a what / which question asks for: "What *pet* does Tomas
+    have?", "what is Tomas's *pet*?"; None for "what did Ines realise ...", "who ..."."""
+    low = _normal(query)
+    for wh in _WH.finditer(low):
+        if not _is_head(low, wh.start()):
+            continue
+        main = low[wh.start():]
+        m = _WHAT_NOUN.match(main)
+        words = m.group(2).split() if m else []
+        if not words or re.fullmatch(_AUX, words[0]):
+            copula = re.match(r"(?:what|which)\s+(?:is|are|was|were)\b", main) and _WHAT_IS.match(main)
+            words = copula.group(2).split() if copula else []
+        head = _content(words)
+        return head[-1] if head else None
+    return None
+
+
 #: "Which part of Denver", "what kind of dog", "which brand of coffee": the noun says the
 #: answer is one of something; the sentence holding the answer seldom repeats it.
 _PARTITIVE = frozenset("part kind type sort variety brand model".split())
@@ -1298,7 +1316,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     if len(named) != 1:
         return none
     person = named[0]
-    own = {t.lower() for t in person.split()}
+    # Not asked of them: their name, nor the noun the answer stands for ("What *pet* does
+    # Tomas have?": his "a very patient cat" answers; Ines's "my flat allows pets" is no pet).
+    own = {t.lower() for t in person.split()} | {wh_noun(query)}
     asked = [t for t in terms if t not in own]
     mass = sum(idf.get(t, 0.0) for t in asked)
     if not asked or mass <= 0:

@@ -46,6 +46,7 @@ from pinakes.support import (
     speaker_gap,
     turns,
     typed_gap,
+    wh_noun,
 )
 from pinakes.termstats import chunk_count
 from pinakes.termstats import idf as term_idf
@@ -1184,6 +1185,12 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
     assert speaker_gap_of("What did Ines name her kitten?", kitten)[0] == 0.0
     gap, person, said_by, _ = speaker_gap_of("What did Tomas name his kitten?", kitten)
     assert (person, said_by) == ("Tomas", "Ines") and gap > 0.0
+    # The noun the answer stands for is not asked of anyone: Tomas's "a very patient cat"
+    # answers "What pet does Tomas have?", and Ines's "my flat allows pets" is no pet of hers.
+    pets = ("**Ines:** My new flat finally allows pets.\n\n**Tomas:** We have three kids now, "
+            "and a very patient cat.\n\n**Ines:** Ha.\n\n**Tomas:** Yes.\n")
+    assert wh_noun("What pet does Tomas have?") == "pet" and wh_noun("What did Tomas do?") is None
+    assert speaker_gap_of("What pet does Tomas have?", pets)[0] == 0.0
     clinic = ("**Tomas:** Northgate Sports Clinic wants me as a physiotherapist.\n\n"
               "**Ines:** Wow.\n\n**Tomas:** Yes.\n\n**Ines:** Ha.\n")
     gap, person, said_by, _ = speaker_gap_of("When did Ines start at Northgate Sports Clinic?", clinic)
