@@ -1228,6 +1228,10 @@ MIN_TURNS = 2
 
 #: The labels of an assistant's turns in a chat log ("**Assistant:**", "ChatGPT: ...").
 ASSISTANT_LABELS = frozenset("assistant chatgpt claude gemini copilot bot".split())
+#: A chat export's role label in any case ("user: ...", "assistant: ..."), which :data:`_TURN`
+#: (a person's capitalised name) does not read.
+_ROLE = re.compile(r"^[\W_]*(user|human|assistant|chatgpt|claude|gemini|copilot|bot|system)[\W_]*:\s",
+                   re.IGNORECASE)
 
 
 def assistant_sentences(sents: Sequence[str]) -> list[bool]:
@@ -1240,7 +1244,7 @@ def assistant_sentences(sents: Sequence[str]) -> list[bool]:
     out: list[bool] = []
     said = False
     for sent in sents:
-        m = _TURN.match(sent)
+        m = _TURN.match(sent) or _ROLE.match(sent)
         if m:
             said = m.group(1).lower() in ASSISTANT_LABELS
         out.append(said)

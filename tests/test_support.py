@@ -1021,12 +1021,17 @@ LISBON_CHAT = """
     """
 
 
-def test_an_assistants_advice_is_no_answer_about_the_asker(make_kb: Any) -> None:
+@pytest.mark.parametrize("labels", ["bold", "export"])
+def test_an_assistants_advice_is_no_answer_about_the_asker(make_kb: Any, labels: str) -> None:
     """"Which restaurant in Lisbon did we eat at?" against a chat where the assistant's
     advice names a market to eat at: the user never said where they ate. An assistant's
     turn gives advice, whose names are its own; once the user says where they ate, the
-    question answers, and a question that asks what "you" suggested reads the advice."""
-    kb = make_kb({**COFFEE, "chats/session-14.md": LISBON_CHAT}, name="lisbon-chat")
+    question answers, and a question that asks what "you" suggested reads the advice.
+    The same whether the turns are labelled "**Assistant:**" or, as exports write them,
+    "assistant:"."""
+    chat = LISBON_CHAT if labels == "bold" else (
+        LISBON_CHAT.replace("**User:**", "user:").replace("**Assistant:**", "assistant:"))
+    kb = make_kb({**COFFEE, "chats/session-14.md": chat}, name=f"lisbon-chat-{labels}")
     kb.sync()
     question = "Which restaurant in Lisbon did we eat at?"
     support, x = support_of(kb, question)
@@ -1035,8 +1040,10 @@ def test_an_assistants_advice_is_no_answer_about_the_asker(make_kb: Any) -> None
     assert kb.search(question).abstained
     suggested, x = support_of(kb, "Which market in Lisbon did you suggest we eat at?")
     assert x[FEATURES.index("typed_missing")] == 0.0 and "Time Out" in (suggested.answer_at or "")
-    kb2 = make_kb({**COFFEE, "chats/session-14.md": LISBON_CHAT + (
-        "\n    **User:** We ate at Cervejaria Ramiro on our last night in Lisbon and loved it.\n")}, name="lisbon-chat-told")
+    told_turn = "**User:**" if labels == "bold" else "user:"
+    kb2 = make_kb({**COFFEE, "chats/session-14.md": chat + (
+        f"\n    {told_turn} We ate at Cervejaria Ramiro on our last night in Lisbon and loved it.\n")},
+        name=f"lisbon-chat-told-{labels}")
     kb2.sync()
     told, x = support_of(kb2, question)
     assert x[FEATURES.index("typed_missing")] == 0.0 and "Ramiro" in (told.answer_at or "")
