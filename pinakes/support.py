@@ -562,9 +562,7 @@ def kind_word(query: str) -> str | None:
     decide which sentence matches the question.
     """
     low = _normal(query)
-    for wh in _WH.finditer(low):
-        if not _is_head(low, wh.start()):
-            continue
+    for wh in _heads(low):
         main = low[wh.start():]
         m = _WHAT_IS.match(main) or _WHAT_NOUN.match(main)
         head = _content(m.group(2).split()) if m else []
@@ -577,9 +575,7 @@ def wh_noun(query: str) -> str | None:
     """The noun whose instance a what / which question asks for: "What *pet* does Tomas
     have?", "what is Tomas's *pet*?"; None for "what did Ines realise ...", "who ..."."""
     low = _normal(query)
-    for wh in _WH.finditer(low):
-        if not _is_head(low, wh.start()):
-            continue
+    for wh in _heads(low):
         main = low[wh.start():]
         m = _WHAT_NOUN.match(main)
         words = m.group(2).split() if m else []
@@ -602,6 +598,11 @@ def _is_head(text: str, pos: int) -> bool:
     return all(w in _LEAD for w in before)
 
 
+def _heads(low: str) -> list[re.Match[str]]:
+    """The wh-words of the normalised question ``low`` that head their clauses."""
+    return [m for m in _WH.finditer(low) if _is_head(low, m.start())]
+
+
 #: The wh-words that ask for an instance of a thing: "which hotel", "what colour", "how much".
 #: "Who", "where" and "when" ask a relation, which the evidence often words its own way
 #: ("Who is X's paternal grandfather?" answered by two notes saying "son of").
@@ -613,9 +614,8 @@ MIN_ASKED_UNHELD = 2
 
 def asks_thing(query: str) -> bool:
     """Does every head wh-word of ``query`` ask for a thing (what / which / how)?"""
-    low = _normal(query)
-    heads = [m.group(1) for m in _WH.finditer(low) if _is_head(low, m.start())]
-    return bool(heads) and all(h in _THING_WH for h in heads)
+    heads = _heads(_normal(query))
+    return bool(heads) and all(h.group(1) in _THING_WH for h in heads)
 
 
 def _content(words: Sequence[str]) -> list[str]:
@@ -673,7 +673,7 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> Expected:
         return UNCHECKED
     if re.match(_AUX + r"\b", low) and _WH.search(low):
         return UNCHECKED
-    heads = [m for m in _WH.finditer(low) if _is_head(low, m.start())]
+    heads = _heads(low)
     if not heads or len(heads) > 2:
         return UNCHECKED
     kinds = [_clause_type(low[m.start():], low, speakers) for m in heads]
@@ -1322,7 +1322,8 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     person = named[0]
     # Not asked of them: their name, nor the noun the answer stands for ("What *pet* does
     # Tomas have?": his "a very patient cat" answers; Ines's "my flat allows pets" is no pet).
-    own = {t.lower() for t in person.split()} | {wh_noun(query)}
+    noun = wh_noun(query)
+    own = {t.lower() for t in person.split()} | ({noun} if noun else set())
     asked = [t for t in terms if t not in own]
     mass = sum(idf.get(t, 0.0) for t in asked)
     if not asked or mass <= 0:
