@@ -64,7 +64,9 @@ already holds, IDF from the search's own cache):
     words, and the fact sits in the user's own turn. Nor does a token in an
     assistant's turn answer such a question (:func:`assistant_sentences`):
     its names and numbers are its advice's, unless the question asks what
-    "you" said. The gap between that best
+    "you" said. Conversely, a question about someone else it names is not
+    answered by the writer's own words ("What was Idris's finish time?"
+    against "I finished in 58:14"; :func:`_writers_own`). The gap between that best
     sentence and the best one that does hold such a token (a neighbouring sentence's
     token counts half) is 0 for an answer and large for a near miss: "What
     font size do I use in VS Code?" against "I use VS Code ... with JetBrains
@@ -928,6 +930,21 @@ _REQUEST = re.compile(r"^\W*(?:(?:please|so|okay|ok|now|and|go\s+on)\W+)?(?:tell
                       r"update|remind|let)\s+(?:me|us)\b", re.IGNORECASE)
 
 
+#: The first person singular: the writer alone ("I finished in 58:14").
+_SINGULAR = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine)\b")
+#: A name the question writes: a capitalised word past its first ("Idris's", "Riverside").
+_NAME_WRITTEN = re.compile(r"(?<=\s)([A-Z][\w\-]*?)(?:'s|’s)?\b(?!['’]\w)")
+
+
+def _writers_own(sent: str, names: set[str]) -> bool:
+    """Is ``sent`` about its writer alone: the first person singular, none of ``names``
+    (lower case), and no word for anybody or anything else ("he", "it", "my husband")?"""
+    if not _SINGULAR.search(sent) or _BACK.search(sent):
+        return False
+    words = {re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(sent)}
+    return not (words & names or words & _RELATIONS)
+
+
 def _tells_self(sent: str) -> bool:
     """Is ``sent`` its speaker's word about themselves? First person, unless it only asks
     for the other's news ("Tell me everything about the kitten": "me" tells nothing);
@@ -1138,14 +1155,22 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # and general facts ("the weather in Sintra is often cooler"), whose names and numbers are
     # theirs. Unless the question asks what "you" said ("Which hotel did you suggest?").
     skip_advice = about_asker and not _YOU.search(query)
-    advice: dict[int, list[bool]] = {}
+    # A question about someone else the asker names ("What was Idris's finish time?") is
+    # not answered by the writer's own words ("I finished in 58:14"): a sentence in the
+    # first person singular that names none of the question's names and points to nobody
+    # else ("he", "it", "my husband"), unless it is that person's own turn in a chat.
+    others = set() if about_asker else {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    labels: dict[int, list[str | None]] = {}
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
-            if skip_advice and hi not in advice:
-                advice[hi] = assistant_sentences(per_hit[hi][0])
-            typed[hi, si] = not (skip_advice and advice[hi][si]) and holds_typed(
-                expected, per_hit[hi][0][si], frozen)
+            sent = per_hit[hi][0][si]
+            if (skip_advice or others) and hi not in labels:
+                labels[hi] = sentence_labels(per_hit[hi][0])
+            typed[hi, si] = not (
+                skip_advice and labels[hi][si] in ASSISTANT_LABELS
+                or others and labels[hi][si] not in others and _writers_own(sent, others)
+            ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 
     deed = asked_deed(query, expected, terms, patterns)
@@ -1234,21 +1259,28 @@ _ROLE = re.compile(r"^[\W_]*(user|human|assistant|chatgpt|claude|gemini|copilot|
                    re.IGNORECASE)
 
 
-def assistant_sentences(sents: Sequence[str]) -> list[bool]:
-    """Which of ``sents`` an assistant says: from a turn labelled as one
-    (:data:`ASSISTANT_LABELS`) up to the next label.
+def sentence_labels(sents: Sequence[str]) -> list[str | None]:
+    """Who says each of ``sents``: the first word of the last turn label before it, in
+    lower case ("ines", "assistant"), or None before any.
 
     One label is enough, unlike :func:`sentence_turns`: a chunk of a long chat often
-    holds a single assistant turn, and "Assistant" names no person of the notes.
+    holds a single turn, whose label still says whose words follow.
     """
-    out: list[bool] = []
-    said = False
+    out: list[str | None] = []
+    who: str | None = None
     for sent in sents:
         m = _TURN.match(sent) or _ROLE.match(sent)
         if m:
-            said = m.group(1).lower() in ASSISTANT_LABELS
-        out.append(said)
+            who = m.group(1).split()[0].lower()
+        out.append(who)
     return out
+
+
+def assistant_sentences(sents: Sequence[str]) -> list[bool]:
+    """Which of ``sents`` an assistant says: from a turn labelled as one
+    (:data:`ASSISTANT_LABELS`) up to the next label ("Assistant" names no person of the
+    notes)."""
+    return [who in ASSISTANT_LABELS for who in sentence_labels(sents)]
 
 
 def turns(text: str) -> list[tuple[str | None, str]]:

@@ -1050,6 +1050,44 @@ def test_an_assistants_advice_is_no_answer_about_the_asker(make_kb: Any, labels:
     assert not kb2.search(question).abstained
 
 
+RACE_CHAT = """
+    # Chat session 7
+
+    **User:** My husband Idris and I both ran the Riverside Run on Sunday. I finished in
+    58:14, which beat my goal of an hour.
+
+    **Assistant:** Congratulations to you both! Rest well this week.
+    """
+
+
+def test_the_writers_own_words_do_not_answer_for_someone_else(make_kb: Any) -> None:
+    """"What was Idris's finish time?" against "I finished in 58:14": the writer's own
+    time, not his. A first-person sentence that names none of the question's names and
+    points to nobody else does not answer for them; one that does ("He finished in
+    61:02"), or their own turn in a chat ("**Idris:** I finished in 61:02."), does."""
+    question = "What was Idris's finish time in the Riverside Run?"
+    kb = make_kb({**COFFEE, "chats/session-07.md": RACE_CHAT}, name="race-chat")
+    kb.sync()
+    support, x = support_of(kb, question)
+    assert support.expects == QUANTITY and support.answer_at is None
+    assert x[FEATURES.index("typed_missing")] == 1.0
+    mine, x = support_of(kb, "What was my finish time in the Riverside Run?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "58:14" in (mine.answer_at or "")
+    told = RACE_CHAT.replace("I finished in\n    58:14, which beat my goal of an hour.",
+                             "He finished in\n    61:02, a minute slower than last year.")
+    assert told != RACE_CHAT
+    kb2 = make_kb({**COFFEE, "chats/session-07.md": told}, name="race-chat-told")
+    kb2.sync()
+    his, x = support_of(kb2, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "61:02" in (his.answer_at or "")
+    own_turn = ("# Race day\n\n**Idris:** I ran the Riverside Run on Sunday. I finished in 61:02.\n\n"
+                "**Maya:** Well done!\n\n**Idris:** Thanks.\n\n**Maya:** Rest now.\n")
+    kb3 = make_kb({**COFFEE, "chats/race.md": own_turn}, name="race-own-turn")
+    kb3.sync()
+    _, x = support_of(kb3, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0
+
+
 PHOTO_CHAT = """
     # Chat session 13
 
