@@ -1330,7 +1330,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     statement is nobody's: the listener echoes the teller ("that charity 10K
     sounds brutal"), and what the person asked about asks ("how's the
     kitten?") states nothing of theirs either; a name that only calls someone
-    ("Thanks, Tomas!") is not about them. The gap is the asked part's best
+    ("Thanks, Tomas!") is not about them; a first-person sentence that points
+    back ("I paid $180 for it") makes the sentence before it in the turn the
+    teller's too. The gap is the asked part's best
     share (of its IDF mass) in the other speakers' words about themselves
     minus its best share in words about the person asked about. 0 when the question names no speaker, or
     two (one of them is then the subject, the other the object), or is about
@@ -1374,12 +1376,19 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
             in_turn = [t for t in asked if patterns[t].search(words_said)] if who else []
             if not in_turn:
                 continue  # no speaker, or no asked word anywhere in the turn
+            prev: set[str] = set()  # the asked words of the turn's sentence before
             for sent in sentences(words_said):
-                got = {t for t in in_turn if patterns[t].search(sent)}
+                got = here = {t for t in in_turn if patterns[t].search(sent)}
+                first = _tells_self(sent)
+                if first and prev and _BACK.search(sent) and not _asks(sent):
+                    # "A refurbished Gaggia espresso machine. I paid $180 for it.": a first-
+                    # person sentence that points back makes the thing before it the teller's.
+                    got = got | prev
+                prev = here
                 if not got:
                     continue
                 share = sum(idf.get(t, 0.0) for t in got) / mass
-                first, second = _tells_self(sent), bool(_YOU.search(sent))
+                second = bool(_YOU.search(sent))
                 calls = len(calling.findall(sent))
                 if len(mention.findall(sent)) > calls or (calls and second and not first):
                     best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")

@@ -1236,6 +1236,14 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
             "and a very patient cat.\n\n**Ines:** Ha.\n\n**Tomas:** Yes.\n")
     assert wh_noun("What pet does Tomas have?") == "pet" and wh_noun("What did Tomas do?") is None
     assert speaker_gap_of("What pet does Tomas have?", pets)[0] == 0.0
+    # "A refurbished Gaggia espresso machine. I paid $180 for it.": the "it" makes the
+    # machine Tomas's, so Ines's espresso machine is nowhere in what is said of her.
+    gaggia = ("**Ines:** What did you end up buying?\n\n**Tomas:** A refurbished Gaggia espresso "
+              "machine. I paid $180 for it.\n\n**Ines:** Nice.\n\n**Tomas:** It is.\n")
+    gap, person, said_by, said = speaker_gap_of(
+        "How much did Ines pay for her refurbished espresso machine?", gaggia)
+    assert (person, said_by) == ("Ines", "Tomas") and "espresso" in said and gap > 0.5
+    assert speaker_gap_of("How much did Tomas pay for his refurbished espresso machine?", gaggia)[0] == 0.0
     clinic = ("**Tomas:** Northgate Sports Clinic wants me as a physiotherapist.\n\n"
               "**Ines:** Wow.\n\n**Tomas:** Yes.\n\n**Ines:** Ha.\n")
     gap, person, said_by, _ = speaker_gap_of("When did Ines start at Northgate Sports Clinic?", clinic)
