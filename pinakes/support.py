@@ -62,7 +62,7 @@ already holds, IDF from the search's own cache):
     my, we), the best sentence is the best first-person statement when a top
     hit has one: in a chat log the assistant's advice repeats the question's
     words, and the fact sits in the user's own turn. Nor does a token in an
-    assistant's turn answer such a question (:func:`assistant_sentences`):
+    assistant's turn answer such a question (:func:`sentence_labels`):
     its names and numbers are its advice's, unless the question asks what
     "you" said. Conversely, a question about someone else it names is not
     answered by the writer's own words ("What was Idris's finish time?"
@@ -1274,13 +1274,6 @@ def sentence_labels(sents: Sequence[str]) -> list[str | None]:
             who = m.group(1).split()[0].lower()
         out.append(who)
     return out
-
-
-def assistant_sentences(sents: Sequence[str]) -> list[bool]:
-    """Which of ``sents`` an assistant says: from a turn labelled as one
-    (:data:`ASSISTANT_LABELS`) up to the next label ("Assistant" names no person of the
-    notes)."""
-    return [who in ASSISTANT_LABELS for who in sentence_labels(sents)]
 
 
 def turns(text: str) -> list[tuple[str | None, str]]:

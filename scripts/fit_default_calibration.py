@@ -192,10 +192,8 @@ def _conversation_slope(cal, folder: Path, golden: Path, work: Path, kb: KB, set
         tr = fold != f
         held[~tr] = _sigmoid(offset[~tr] + fit(offset[tr], raw[tr], s.y[tr]) * raw[~tr])
     cal.coef[j] = slope * cal.scale[j]
-    cells = []
-    for p in (_sigmoid(offset), _sigmoid(offset + slope * raw), held):
-        near, false, ece = rates(np.asarray(p), s, below)
-        cells.append(f"{100 * (near or 0):3.0f}% / {100 * (false or 0):3.1f}% / {ece:.3f}")
+    cells = [_cell(*rates(np.asarray(p), s, below))
+             for p in (_sigmoid(offset), _sigmoid(offset + slope * raw), held)]
     return (f"\nother_speaker on {s.name} ({len(s.y)} questions, {int((raw > 0).sum())} with a gap): "
             f"slope {slope:+.2f} per unit of gap\n  near-miss / false-abstain / ECE: without it "
             f"{cells[0]}; with it {cells[1]} (in sample), {cells[2]} (5-fold)")
