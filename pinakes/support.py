@@ -1247,6 +1247,30 @@ _TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\
                    re.MULTILINE)
 #: The person spoken to.
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+#: The one spoken to as the owner or the doer of what follows: "your mug", "a photo of you
+#: hanging off a rock", "I heard you started climbing". Not "you" as the one told or given
+#: something ("I told you about the kitten", "I'll send you a photo"): what follows is the
+#: speaker's news.
+_LISTENERS = re.compile(r"\b(?:your|yours|yourself)\b|\byou\b(?=\s+(?!(?:a|an|the|about|some|my|our|"
+                        r"his|her|their|this|that|these|those|to|in|on|at|for|with|from|when|how|"
+                        r"what|all|so|too|back|again|know|guys|both|and|or|but|if|as)\b)[a-z])",
+                        re.IGNORECASE)
+
+
+def _addressed(sent: str, got: set[str], patterns: dict[str, re.Pattern[str]]) -> set[str]:
+    """The words of ``got`` that ``sent`` gives to the one spoken to: the nearest person
+    before the word is "you" (as owner or doer, :data:`_LISTENERS`), not "I" or "my"."""
+    marks = sorted([(m.start(), False) for m in _ASKER.finditer(sent)]
+                   + [(m.start(), True) for m in _LISTENERS.finditer(sent)])
+    out: set[str] = set()
+    for t in got:
+        m = patterns[t].search(sent)
+        before = [you for at, you in marks if m is not None and at < m.start()]
+        if before and before[-1]:
+            out.add(t)
+    return out
+
+
 #: A speaker label must open this many turns among the hits read (one "Note:" is no speaker).
 MIN_TURNS = 2
 
@@ -1325,7 +1349,9 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     kitten?") states nothing of theirs either; a name that only calls someone
     ("Thanks, Tomas!") is not about them; a first-person sentence that points
     back ("I paid $180 for it") makes the sentence before it in the turn the
-    teller's too. The gap is the asked part's best
+    teller's too; in a sentence with both persons each asked word is whose the
+    nearest person before it says ("I saw a photo of *you* hanging off a rock",
+    "I loved *your* mug"). The gap is the asked part's best
     share (of its IDF mass) in the other speakers' words about themselves
     minus its best share in words about the person asked about. 0 when the question names no speaker, or
     two (one of them is then the subject, the other the object), or is about
@@ -1383,16 +1409,24 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 share = sum(idf.get(t, 0.0) for t in got) / mass
                 second = bool(_YOU.search(sent))
                 calls = len(calling.findall(sent))
+                # "I saw the photo of you hanging off a rock!": both persons; each asked word
+                # is whose the nearest of them before it says ("you": the rock is the other's).
+                yours = _addressed(sent, got, patterns) if first and second else set()
+                mine = got - yours
                 if len(mention.findall(sent)) > calls or (calls and second and not first):
                     best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")
                 elif who == person:
                     # Their own words, unless they ask ("how's the kitten?" states nothing).
-                    if first and not _asks(sent):
-                        best_x = max(best_x, share)
+                    if first and mine and not _asks(sent):
+                        best_x = max(best_x, sum(idf.get(t, 0.0) for t in mine) / mass)
                 elif pair and second and not first:
                     best_x = max(best_x, share)  # said to them
-                elif first and who in speakers and share > best_other:
-                    best_other, other, said = share, who, got
+                elif first and who in speakers:
+                    if pair and yours:  # "I loved your mug": the mug is theirs
+                        best_x = max(best_x, sum(idf.get(t, 0.0) for t in yours) / mass)
+                    own = sum(idf.get(t, 0.0) for t in mine) / mass
+                    if mine and own > best_other:
+                        best_other, other, said = own, who, mine
     gap = max(0.0, best_other - best_x)
     return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())
 

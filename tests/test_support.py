@@ -1248,6 +1248,20 @@ def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
               "**Ines:** Wow.\n\n**Tomas:** Yes.\n\n**Ines:** Ha.\n")
     gap, person, said_by, _ = speaker_gap_of("When did Ines start at Northgate Sports Clinic?", clinic)
     assert (person, said_by) == ("Ines", "Tomas") and gap > 0.0
+    # A sentence with both persons gives each asked word to the nearest of them before it:
+    # Ines's "a photo of you hanging off a rock" is Tomas's rock, not hers, and Tomas's "I
+    # loved your mug" is Ines's mug. "I told you about the kitten" keeps the kitten the
+    # teller's: "you" there is only the one told.
+    rock = ("**Ines:** I saw the photo of you hanging off a rock!\n\n**Tomas:** I love climbing"
+            " on real rock.\n\n**Ines:** Wow.\n\n**Tomas:** I loved your mug, by the way.\n")
+    assert speaker_gap_of("Where did Tomas climb the rock?", rock)[0] == 0.0
+    gap, person, said_by, said = speaker_gap_of("Where did Ines climb the rock?", rock)
+    assert (person, said_by) == ("Ines", "Tomas") and said == {"climb", "rock"} and gap == 1.0
+    assert speaker_gap_of("Who made the mug for Ines?", rock)[0] == 0.0
+    told = ("**Tomas:** I told you about the kitten I adopted.\n\n**Ines:** You did.\n\n"
+            "**Tomas:** Yes.\n\n**Ines:** Ha.\n")
+    gap, person, said_by, _ = speaker_gap_of("When did Ines adopt the kitten?", told)
+    assert (person, said_by) == ("Ines", "Tomas") and gap > 0.0
     # A single "Note:" line in a document is not a conversation.
     assert speaker_gap_of("What did Ines realise after her 10K?",
                           "Note: Tomas ran a 10K and realised he loves crowds.")[0] == 0.0
