@@ -1014,7 +1014,7 @@ _ASKER_DEED = re.compile(r"\s*(?:which|what)\b[^?]*?\b(?:do|did|does)\s+(?:i|we)
 #: A word of a sentence that is no part of a name: lower case, not a number.
 _PLAIN_WORD = re.compile(r"(?<![\w/.])[a-z][a-z'\-]*\b")
 #: A Markdown link's target and a bare URL: no words of the sentence.
-_LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+")
+_LINK_OR_URL = re.compile(r"\]\([^)]*\)|https?://\S+")
 
 
 @dataclass(frozen=True)
@@ -1039,7 +1039,7 @@ class Deed:
         if self.term is not None and patterns[self.term].search(sentence):
             return True
         if self.asker:
-            return bool(_PLAIN_WORD.search(_LINK_TARGET.sub(" ", sentence)))
+            return bool(_PLAIN_WORD.search(_LINK_OR_URL.sub(" ", sentence)))
         return bool(_BY_AGENT.search(sentence))
 
 

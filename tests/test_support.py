@@ -867,6 +867,10 @@ def test_sentences_join_wrapped_lines_and_split_list_items() -> None:
     # "Mr.", "Dr.", "e.g." end no sentence; a full stop before a capital still does.
     assert sentences("I met Mr. Okafor today. He teaches maths, e.g. Algebra. Dr. Patel came.") == [
         "I met Mr. Okafor today.", "He teaches maths, e.g. Algebra.", "Dr. Patel came."]
+    # An autolink goes whole, its closing bracket and the full stop after it too: the next
+    # sentence stays a sentence of its own.
+    assert sentences("The guide is at <https://example.org/v2/guide>. Version 3 came out in 2021.")[1:] \
+        == ["Version 3 came out in 2021."]
 
 
 KETTLE = """
