@@ -1264,8 +1264,10 @@ def _addressed(sent: str, got: set[str], patterns: dict[str, re.Pattern[str]]) -
                    + [(m.start(), True) for m in _LISTENERS.finditer(sent)])
     out: set[str] = set()
     for t in got:
-        m = patterns[t].search(sent)
-        before = [you for at, you in marks if m is not None and at < m.start()]
+        m = patterns[t].search(sent)  # None for a word carried from the sentence before
+        if m is None:
+            continue
+        before = [you for at, you in marks if at < m.start()]
         if before and before[-1]:
             out.add(t)
     return out
@@ -1381,6 +1383,11 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     mass = sum(idf.get(t, 0.0) for t in asked)
     if not asked or mass <= 0:
         return none
+
+    def share_of(words: set[str]) -> float:
+        """``words``' share of the asked part's IDF mass."""
+        return sum(idf.get(t, 0.0) for t in words) / mass
+
     first_name = re.escape(person.split()[0])
     mention = re.compile(r"\b" + first_name + r"\b")
     # "Tomas, guess what: I adopted the dog!", "Thanks, Tomas!": a name that calls someone
@@ -1406,7 +1413,7 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 prev = here
                 if not got:
                     continue
-                share = sum(idf.get(t, 0.0) for t in got) / mass
+                share = share_of(got)
                 second = bool(_YOU.search(sent))
                 calls = len(calling.findall(sent))
                 # "I saw the photo of you hanging off a rock!": both persons; each asked word
@@ -1418,15 +1425,14 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 elif who == person:
                     # Their own words, unless they ask ("how's the kitten?" states nothing).
                     if first and mine and not _asks(sent):
-                        best_x = max(best_x, sum(idf.get(t, 0.0) for t in mine) / mass)
+                        best_x = max(best_x, share_of(mine))
                 elif pair and second and not first:
                     best_x = max(best_x, share)  # said to them
                 elif first and who in speakers:
                     if pair and yours:  # "I loved your mug": the mug is theirs
-                        best_x = max(best_x, sum(idf.get(t, 0.0) for t in yours) / mass)
-                    own = sum(idf.get(t, 0.0) for t in mine) / mass
-                    if mine and own > best_other:
-                        best_other, other, said = own, who, mine
+                        best_x = max(best_x, share_of(yours))
+                    if mine and share_of(mine) > best_other:
+                        best_other, other, said = share_of(mine), who, mine
     gap = max(0.0, best_other - best_x)
     return (gap, person, other, said) if gap > 0 else (0.0, person, None, set())
 
