@@ -612,6 +612,12 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert not holds_typed(span, "It took several hours.", frozenset())
     assert not holds_typed(days, "A check-only run takes a couple days.", frozenset())
     assert holds_typed(days, "A check-only run takes a day or two.", frozenset())
+    # A version is no count: "1.x", "2.3.1" name a release ("1.000.000" is still a number).
+    downloads = answer_type("How many times has tern 2.0 been downloaded?")
+    release = "This guide moves an existing 1.x setup to 2.x; tern 2.3.1 reads both."
+    assert not holds_typed(downloads, release, frozenset({"2", "0"}))
+    assert holds_typed(downloads, "Version 2.0 was downloaded 1.000.000 times.", frozenset({"2", "0"}))
+    assert holds_typed(answer_type("How many threads does it use?"), "It uses 2.5 threads.", frozenset())
     # Seconds glued to a number ("58s") are a span; a model's plural or a decade is not.
     assert holds_typed(span, "I finished in 58s.", frozenset())
     assert not holds_typed(span, "I replaced my shoes with Hoka Clifton 9s.", frozenset())
