@@ -525,6 +525,15 @@ _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(
 #: What answers "my finish time", "the build time": a duration (or a clock reading "1:58:42").
 SPAN_UNITS = ("s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes",
               "h", "hr", "hrs", "hour", "hours")
+#: What "how long does it take" is answered in: a span as "my finish time" is, or whole days
+#: to years ("3-4 days", "a week"); not "100 MB" for "How long does the scan take?".
+DURATION_UNITS = (*SPAN_UNITS, "ms", "millisecond", "milliseconds", "day", "days", "night",
+                  "nights", "evening", "evenings", "afternoon", "afternoons", "morning",
+                  "mornings", "weekend", "weekends", "week", "weeks", "fortnight", "fortnights",
+                  "month", "months", "season", "seasons", "year", "years", "decade", "decades")
+#: "How long does / did / will ... take": a duration.
+_TAKES = re.compile(r"how\s+long\s+(?:does|do|did|will|would|should|can|could|might)\b"
+                    r"(?:\s+[\w'’\-.,]+){1,10}?\s+take\b")
 #: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
 _DURATIONS = frozenset("""finish race lap running completion response load loading build compile
     boot startup wait waiting travel commute cooking baking flight driving render rendering
@@ -734,6 +743,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         return Expected(QUANTITY)
     if main.startswith("how often"):
         return Expected(QUANTITY, frequency=True)
+    if _TAKES.match(main):
+        return Expected(QUANTITY, DURATION_UNITS, span=True)
     if HOW_DIMENSION_RE.match(main):  # "how long / old / far / big ...": a number
         return Expected(QUANTITY)
     if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):

@@ -612,6 +612,14 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert not holds_typed(span, "It took several hours.", frozenset())
     assert not holds_typed(days, "A check-only run takes a couple days.", frozenset())
     assert holds_typed(days, "A check-only run takes a day or two.", frozenset())
+    # "How long does it take" asks for a duration: "100 MB" is a number, not how long.
+    scan = answer_type("How long does the near-duplicate scan take for 10,000 photos?")
+    assert scan.span and not holds_typed(scan, "A library of 100,000 photos needs roughly 100 MB.",
+                                         frozenset({"10", "000"}))
+    assert holds_typed(scan, "On a laptop it takes about 40 minutes.", frozenset({"10", "000"}))
+    assert holds_typed(answer_type("How long did the bookshelf take Tomas to build?"),
+                       "It took me three weekends.", frozenset())
+    assert not answer_type("How long is the salt?").span  # a length, any number
     # A version is no count: "1.x", "2.3.1" name a release ("1.000.000" is still a number).
     downloads = answer_type("How many times has tern 2.0 been downloaded?")
     release = "This guide moves an existing 1.x setup to 2.x; tern 2.3.1 reads both."
