@@ -513,8 +513,17 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
 #: "how much did it cost", "how much rent": an amount of money answers.
-MONEY_UNITS = ("$", "€", "£", "usd", "eur", "gbp", "dollar", "dollars", "euro", "euros",
-               "pound", "pounds", "bucks", "cents", "k")
+#: Other currencies by sign, code or name, as a notes vault anywhere writes them ("412 kr/month",
+#: "CHF 20", "¥3,000", "Rs 500"): a code or a word before the number counts as after it.
+MONEY_UNITS = ("$", "€", "£", "¥", "₹", "₩", "₽", "₺", "₪", "฿", "₴", "usd", "eur", "gbp",
+               "dollar", "dollars", "euro", "euros", "pound", "pounds", "bucks", "cent", "cents",
+               "pence", "k", "kr", "sek", "nok", "dkk", "isk", "krona", "kronor", "krone",
+               "kroner", "chf", "franc", "francs", "yen", "jpy", "yuan", "rmb", "cny", "inr", "rs",
+               "rupee", "rupees", "aud", "cad", "nzd", "sgd", "hkd", "zł", "pln", "zloty",
+               "zlotys", "czk", "kč", "huf", "forint", "forints", "brl", "reais", "mxn", "peso",
+               "pesos", "zar", "rand", "krw", "rub", "ruble", "rubles", "rouble", "roubles",
+               "lira", "lire", "ils", "shekel", "shekels", "aed", "dirham", "dirhams", "baht",
+               "thb", "ron", "lei", "uah")
 _MONEY_VERBS = frozenset("""cost costs pay paid paying pays spend spent spending charge charged
     budget earn earned earns owe owed""".split())
 #: A "how much" question that says any of these asks for an amount of money.
@@ -844,8 +853,10 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
                 continue
             if not units or expected.span and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
-            if expected.money and tok[:1] in ("$", "€", "£"):
-                return True  # "$499": the currency sign is inside the number's token
+            if expected.money and (tok[:1] in ("$", "€", "£") or (
+                    (code := re.search(r"([^\W\d]{1,3})\.?\s?$", text[max(0, m.start() - 5):m.start()]))
+                    and code.group(1).lower() in unit_set)):
+                return True  # "$499": the sign is inside the number's token; "CHF 20", "kr 500"
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"
             suffix = re.sub(r"^[-+$£€]?\d+(?:[.,:]\d+)*\s?", "", tok)
             if suffix == "s" and (re.fullmatch(r"\d{3}0s", tok)

@@ -635,6 +635,11 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(money, "It was $499 at Harmony Music.", frozenset())
     assert holds_typed(money, "The flat was 1,150 euros for the week.", frozenset())
     assert not holds_typed(money, "Tokyo (5 nights), then Kyoto (6).", frozenset())
+    # Any currency, by sign, code or name, before or after the number.
+    for priced in ("3 280 kr return, hand luggage only", "CHF 20 for the ticket", "¥3,000 a night",
+                   "Rs. 500 at the door", "was 1 200 SEK", "about 40 zł"):
+        assert holds_typed(money, priced, frozenset()), priced
+    assert not holds_typed(money, "Three nights, then 2 more in Oslo.", frozenset())
     assert answer_type("How much weight did I lose?") == Expected(QUANTITY)
     # A salary, a price, a fee or a rent is an amount of money, however it is asked.
     salary = answer_type("What salary did Lumenfield offer me?")
