@@ -810,19 +810,50 @@ def sentences(text: str) -> list[str]:
 
 def numbered_sentences(text: str) -> list[tuple[int, str]]:
     """:func:`sentences`, each with the number of its paragraph (or list item, row, turn)."""
-    units: list[str] = []
+    return outline(text)[0]
+
+
+#: A list item's bullet and the indent before it ("\t- ", "    2. ").
+_BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])\s")
+
+
+def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
+    """:func:`numbered_sentences`, and the paragraph number of each list item's parent item.
+
+    An outliner writes a fact under the item it belongs to ("- long ride to Särö and
+    back" / "\t- 62 km, 2 h 48 min"; "- renewed the insurance" / "\t- 412 kr/month now"):
+    the nested item tells more of its parent, as a next sentence that points back does.
+    None for a paragraph, a row, a turn, or an item at the outermost level.
+    """
+    units: list[tuple[str, int | None]] = []
     for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
         current: list[str] = []
+        indent: int | None = None
         for line in block.split("\n"):
             line = re.sub(r"^\s*>\s?", "", line)
             if (_ITEM.match(line) or _TURN.match(line)) and current:
-                units.append(" ".join(current))
+                units.append((" ".join(current), indent))
                 current = []
+            if not current:
+                bullet = _BULLET.match(line)
+                indent = len(bullet.group(1).expandtabs(4)) if bullet else None
             current.append(line.strip())
         if current:
-            units.append(" ".join(current))
-    return [(n, s) for n, u in enumerate(u for u in units if u.strip())
-            for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()]
+            units.append((" ".join(current), indent))
+    units = [u for u in units if u[0].strip()]
+    parents: list[int | None] = []
+    open_items: list[tuple[int, int]] = []  # (indent, paragraph) of the items still open
+    for n, (_, indent) in enumerate(units):
+        if indent is None:
+            open_items = []
+            parents.append(None)
+            continue
+        while open_items and open_items[-1][0] >= indent:
+            open_items.pop()
+        parents.append(open_items[-1][1] if open_items else None)
+        open_items.append((indent, n))
+    return ([(n, s) for n, (u, _) in enumerate(units)
+             for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()], parents)
 
 
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
@@ -1151,10 +1182,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
         else:
             context_typed = False
-        numbered = numbered_sentences(h.text)
+        numbered, parents = outline(h.text)
         sents = [sent for _, sent in numbered]
         turn = sentence_turns(sents)
-        per_hit.append((sents, context_typed, [n for n, _ in numbered], turn))
+        per_hit.append((sents, context_typed, [n for n, _ in numbered], turn, parents))
         # A turn's label ("**Tomas:**") speaks for each of its sentences, not only the first.
         labels = {who: {t for t in terms if patterns[t].search(who)} for who, _ in filter(None, turn)}
         for i, sent in enumerate(sents):
@@ -1222,7 +1253,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         if per_hit[hi][1] or holds(hi, si) and told_here:
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
-        sents, _, paragraph, turn = per_hit[hi]
+        sents, _, paragraph, turn, parents = per_hit[hi]
         # The sentences either side; in a conversation, the teller's others in this turn and
         # in their next or last one, past the other's "how did it go?" ("I ran the charity
         # 5K." ... "I finished in 27 minutes.").
@@ -1232,7 +1263,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         # same section that names what this one names speaks of the same thing.
         mine = names_of(hi, si) if kind in (QUANTITY, DATE) else set()
         same = {k for k in range(len(sents)) if k != si and mine & names_of(hi, k)} if mine else set()
-        partners |= same
+        # An item nested under this sentence's item, or the item this one is nested under.
+        nested = {k for k in range(len(sents)) if paragraph[k] != paragraph[si] and (
+            parents[paragraph[k]] == paragraph[si] or parents[paragraph[si]] == paragraph[k])}
+        partners |= same | nested
         if here is not None:
             partners |= {k for k, there in enumerate(turn) if there is not None and k != si
                          and there[0] == here[0] and abs(there[1] - here[1]) in (0, 2)}
@@ -1247,9 +1281,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             # *them* for $140."), the two answer together.
             both = matched[hi, si] | matched[hi, k]
             # It speaks of the same thing: it repeats a name, or it is next and points back.
-            refers = k in same or k == si + 1 and bool(_BACK.search(sents[k]))
+            refers = k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k]))
             own = ((both != matched[hi, si] or refers)
-                   and (told or k in same or paragraph[k] == paragraph[si])
+                   and (told or k in same or k in nested or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
             credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)
             if credit > best_typed:

@@ -41,6 +41,7 @@ from pinakes.support import (
     holds_typed,
     kind_word,
     known_names,
+    outline,
     sentence_turns,
     sentences,
     speaker_gap,
@@ -705,6 +706,30 @@ def test_a_dated_notes_own_date_answers_what_happened_not_what_is_planned() -> N
     assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 0.0
     hit.text = "My sister's wedding is on October 5 in Asheville."
     assert typed_gap("When is my sister's wedding?", [hit], terms, idf, patterns)[1] == 0.0
+
+
+def test_a_nested_bullet_tells_more_of_its_parent() -> None:
+    """An outliner writes a fact under the item it belongs to: the nested item answers with
+    its parent, as a next sentence that points back does; a sibling or an item at the same
+    level does not."""
+    question = "How much is Otis's insurance a month now?"
+    terms = ["otis", "insurance", "month"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    hit = SimpleNamespace(title="2024_03_05", heading_path=[], text=(
+        "- [[Otis]] skipped breakfast, ate dinner fine\n"
+        "- DONE renew Agria insurance for [[Otis]]\n"
+        "\t- 412 kr/month now, was 389\n"
+        "- bled the bedroom radiator"))
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    # Spaces nest as tabs do; the numbered paragraphs and their parents, as read.
+    numbered, parents = outline("- renew the insurance\n  - 412 kr a month\n    - paid by card\n- radiator")
+    assert [n for n, _ in numbered] == [0, 1, 2, 3] and parents == [None, 0, 1, None]
+    # At the same level, the number is another item's: half the credit, as any neighbour.
+    hit.text = ("- [[Otis]] skipped breakfast, ate dinner fine\n"
+                "- DONE renew Agria insurance for [[Otis]]\n"
+                "- 412 kr/month for the new phone plan\n")
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(2 / 3 - 1 / 3)
 
 
 @pytest.mark.parametrize(("term", "finds", "misses"), [
