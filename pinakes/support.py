@@ -512,6 +512,9 @@ _COMMON_KINDS = frozenset(w + s for w in """hobby activity sport instrument anim
     meal drink snack dessert fruit vegetable genre subject skill exercise flower plant breed
     ingredient flavour flavor material fabric""".split() for s in ("", "s")) | {
     "hobbies", "activities", "dishes", "breeds", "flavours"}
+#: A currency's code or short name just before a number, as a word of its own ("CHF 20",
+#: "Rs. 500", "kr 500"; not the "rs" of "years 5").
+_CODE_BEFORE = re.compile(r"(?<![^\W\d])([^\W\d]{1,3})\.?\s?$")
 #: "how much did it cost", "how much rent": an amount of money answers.
 #: Other currencies by sign, code or name, as a notes vault anywhere writes them ("412 kr/month",
 #: "CHF 20", "¥3,000", "Rs 500"): a code or a word before the number counts as after it.
@@ -885,7 +888,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             if not units or expected.span and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
             if expected.money and (tok[:1] in ("$", "€", "£") or (
-                    (code := re.search(r"([^\W\d]{1,3})\.?\s?$", text[max(0, m.start() - 5):m.start()]))
+                    (code := _CODE_BEFORE.search(text[max(0, m.start() - 8):m.start()]))
                     and code.group(1).lower() in unit_set)):
                 return True  # "$499": the sign is inside the number's token; "CHF 20", "kr 500"
             after = _RANGE_TAIL.sub("", text[m.end():m.end() + 24].lower())  # "3-4 days"

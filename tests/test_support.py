@@ -641,6 +641,7 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
                    "Rs. 500 at the door", "was 1 200 SEK", "about 40 zł"):
         assert holds_typed(money, priced, frozenset()), priced
     assert not holds_typed(money, "Three nights, then 2 more in Oslo.", frozenset())
+    assert not holds_typed(money, "We met Aaron 5 times.", frozenset())  # "ron" ends a name here
     assert answer_type("How much weight did I lose?") == Expected(QUANTITY)
     # A salary, a price, a fee or a rent is an amount of money, however it is asked.
     salary = answer_type("What salary did Lumenfield offer me?")
