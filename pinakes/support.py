@@ -356,6 +356,9 @@ TYPED_GAP_FULL = 0.30
 #: A neighbouring sentence's token answers at this share of the sentence's match ("Lamont
 #: (1895-1993) was a filmmaker. He died in Los Angeles." for "When did Lamont die?").
 NEIGHBOUR_CREDIT = 0.5
+#: At most this many words make a list item's opening sentence a label ("**Jasper Willaert**,
+#: operations."), whose subject the item's next sentences leave out ("Handles print orders").
+LABEL_WORDS = 6
 
 _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|must|may|might)"
 #: Words that may precede a wh-word at the head of its clause ("in which city", "roughly how").
@@ -826,7 +829,7 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
     An outliner writes a fact under the item it belongs to ("- long ride to Särö and
     back" / "\t- 62 km, 2 h 48 min"; "- renewed the insurance" / "\t- 412 kr/month now"):
     the nested item tells more of its parent, as a next sentence that points back does.
-    None for a paragraph, a row, a turn, or an item at the outermost level.
+    -1 for an item at the outermost level, None for a paragraph, a row or a turn.
     """
     units: list[tuple[str, int | None]] = []
     for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
@@ -853,7 +856,7 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
             continue
         while open_items and open_items[-1][0] >= indent:
             open_items.pop()
-        parents.append(open_items[-1][1] if open_items else None)
+        parents.append(open_items[-1][1] if open_items else -1)
         open_items.append((indent, n))
     return ([(n, s) for n, (u, _) in enumerate(units)
              for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()], parents)
@@ -1283,8 +1286,13 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             # is the next sentence and points back ("My shoes are Saucony Rides. I bought
             # *them* for $140."), the two answer together.
             both = matched[hi, si] | matched[hi, k]
-            # It speaks of the same thing: it repeats a name, or it is next and points back.
-            refers = k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k]))
+            # It speaks of the same thing: it repeats a name, or it is next and points back, or
+            # it is the short label opening this sentence's list item, whose subject the rest
+            # leaves out ("- **Jasper Willaert**, operations. Handles print orders ...").
+            label = (k < si and paragraph[k] == paragraph[si] and parents[paragraph[si]] is not None
+                     and (k == 0 or paragraph[k - 1] != paragraph[k])
+                     and len(sents[k].split()) <= LABEL_WORDS)
+            refers = k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k])) or label
             own = ((both != matched[hi, si] or refers)
                    and (told or k in same or k in nested or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)

@@ -725,7 +725,22 @@ def test_a_nested_bullet_tells_more_of_its_parent() -> None:
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
     # Spaces nest as tabs do; the numbered paragraphs and their parents, as read.
     numbered, parents = outline("- renew the insurance\n  - 412 kr a month\n    - paid by card\n- radiator")
-    assert [n for n, _ in numbered] == [0, 1, 2, 3] and parents == [None, 0, 1, None]
+    assert [n for n, _ in numbered] == [0, 1, 2, 3] and parents == [-1, 0, 1, -1]
+    # A list item's short opening label is the subject its next sentence leaves out; a long
+    # opening sentence is a fact of its own, and its names are not the answer.
+    who_q = "Who at Vireo handles print orders?"
+    who_terms = ["vireo", "handles", "print", "orders"]
+    who = SimpleNamespace(title="Client: Vireo Tea Company", heading_path=["Contacts"], text=(
+        "- **Mathilde Claes**, founder. Approves all design work.\n"
+        "- **Jasper Willaert**, operations. Handles print orders, deliveries and purchase orders.\n"))
+    patterns_who = {t: term_pattern(t) for t in who_terms}
+    assert typed_gap(who_q, [who], who_terms, {t: 1.0 for t in who_terms}, patterns_who)[1] == 0.0
+    who_q = "What is the name of our accountant?"
+    who_terms = ["name", "accountant"]
+    who.text = ("- Upload every receipt to the Expenses folder in Dropbox by the 5th of the month. "
+                "The receipts then go on to our accountant every quarter.\n")
+    patterns_who = {t: term_pattern(t) for t in who_terms}
+    assert typed_gap(who_q, [who], who_terms, {t: 1.0 for t in who_terms}, patterns_who)[1] > 0.0
     # At the same level, the number is another item's: half the credit, as any neighbour.
     hit.text = ("- [[Otis]] skipped breakfast, ate dinner fine\n"
                 "- DONE renew Agria insurance for [[Otis]]\n"
