@@ -68,9 +68,11 @@ already holds, IDF from the search's own cache):
     answered by the writer's own words ("What was Idris's finish time?"
     against "I finished in 58:14"; :func:`_writers_own`). The gap between that best
     sentence and the best one that does hold such a token (a neighbouring sentence's
-    token counts half) is 0 for an answer and large for a near miss: "What
-    font size do I use in VS Code?" against "I use VS Code ... with JetBrains
-    Mono font" (no number anywhere near), "What is the name of the cat ..."
+    token counts half; one that tells more of the same thing counts in full: a next
+    sentence that points back, a nested list item or the one it hangs under, its list
+    item's short opening label: :func:`outline`) is 0 for an answer and large for a near
+    miss: "What font size do I use in VS Code?" against "I use VS Code ... with
+    JetBrains Mono font" (no number anywhere near), "What is the name of the cat ..."
     against "I also have a cat that likes to visit" (no name). The noun that
     names the kind ("name", "time", "colour": :func:`kind_word`) keeps its
     share of the question but matches no sentence to it, and when no sentence
