@@ -427,7 +427,8 @@ _NUMBER = re.compile(r"(?<![\w@#/.\-])[-+]?[$£€]?\d+(?:[.,:]\d+)*(?:\s?%|[a-z
 #: A version, not a quantity: "1.x", "2.3.x", "2.3.1", "v1.9.4" ("Which 1.x release ...",
 #: "tern 2.3.1 (vault format 3)"). "1.000.000" (groups of three) is a number and stays.
 _VERSION_NUMBER = re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)*\.[xX*](?!\w)"
-                             r"|(?<![\w.])[vV]?\d+(?:\.\d+){2,}(?![\w.]?\d)")
+                             r"|(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?![\w.]?\d))"
+                             r"[vV]?\d+(?:\.\d+){2,}(?![\w.]?\d)")
 _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
@@ -879,8 +880,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
         text = _DATED_NUMBER.sub(" ", text)
-        text = _VERSION_NUMBER.sub(
-            lambda m: m.group(0) if re.fullmatch(r"\d{1,3}(?:\.\d{3})+", m.group(0)) else " ", text)
+        text = _VERSION_NUMBER.sub(" ", text)
         unit_set = set(units)
         unit_forms = {_singular(u) for u in units}  # read for every number word below
         if expected.frequency and any(m.group(0).lower() not in asked  # "twice a week", "3x"

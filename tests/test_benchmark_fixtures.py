@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from pinakes import KB
 from pinakes.evaluation.golden import load_golden
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -48,12 +47,10 @@ def test_a_golden_sets_documents_exist_in_its_kb(golden: Path) -> None:
     assert all(bool(q.documents) == (q.cls != "unanswerable") for q in questions)
 
 
-def test_the_outliner_vault_answers_from_nested_bullets(tmp_path: Path, embedder: Any) -> None:
+def test_the_outliner_vault_answers_from_nested_bullets(tmp_path: Path, make_kb: Any) -> None:
     root = tmp_path / "outliner-vault"
     shutil.copytree(BENCHMARKS / "outliner-vault" / "kb", root)
-    (root / "pinakes.toml").write_text('[kb]\nname = "outliner-vault"\n', encoding="utf-8")
-    kb = KB.open(root)
-    kb._embedder = embedder
+    kb = make_kb({}, name="outliner-vault", root=root)
     kb.sync()
     # "- DONE renew Agria insurance for [[Otis]]" / "\t- 412 kr/month now, was 389"
     insurance = kb.search("How much is Otis's insurance a month now?")
