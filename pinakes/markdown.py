@@ -101,8 +101,13 @@ def parse_markdown(
     *,
     max_tokens: int = 256,
     count_tokens: CountTokens | None = None,
+    name: str = "",
 ) -> ParsedDocument:
     """Parse ``text`` into front matter, title, headings, chunks and links.
+
+    ``name``: the file's name, which tells a Notion export's page (its name ends in
+    the page's 32-digit hex id) and so whether the lines under its title are the
+    page's properties (:func:`_notion_properties`).
 
     Chunks never exceed ``max_tokens`` as measured by ``count_tokens`` (the
     embedder's own tokenizer, called in batches because it is usually a Rust
@@ -136,6 +141,8 @@ def parse_markdown(
         property_links = _front_matter_links(front_matter, structure.front_matter.content)
     else:
         front_matter, property_links, own_lines = _page_properties(lines, structure)
+        if not front_matter and NOTION_PAGE.search(name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
+            front_matter = _notion_properties(lines, structure)
 
     title: str | None = None
     fm_title = front_matter.get("title")
@@ -481,6 +488,38 @@ def _page_properties(lines: list[str], structure: _Structure
         else:
             props[key] = value
     return props, links[:_MAX_PROPERTY_LINKS], own
+
+
+#: A Notion export names each page's file after its title and its 32-digit hex id.
+NOTION_PAGE = re.compile(r"(?:^|\s)[0-9a-f]{32}$")
+#: A Notion property line: "Decided by: Lotte Vanhaecke", "Tags: meetings, ways of working".
+_NOTION_PROPERTY = re.compile(r"^([^\W_][^:\n]{0,39}?):[ \t]+(\S.*?)\s*$")
+
+
+def _notion_properties(lines: list[str], structure: _Structure) -> dict[str, Any]:
+    """A Notion page's properties, which its export writes as ``Key: value`` lines under the title.
+
+    Notion keeps a database page's fields (who decided, the status, the date, the
+    client) in properties, and its Markdown export writes them as the paragraph
+    right under the page's ``# Title``, one ``Key: value`` per line. Read as front
+    matter (keys in lower case, as Logseq's are; ``tags`` split at commas), they
+    reach the tags and the reader like any other note's properties. Only when
+    every line of that paragraph is one: otherwise it is the page's first text.
+    """
+    spans = structure.heading_spans
+    if not spans or spans[0].heading.level != 1 or any(lines[n].strip() for n in range(spans[0].start)):
+        return {}
+    first = next((b for b in structure.blocks if b.start >= spans[0].end), None)
+    if first is None or first.kind != "text" or len(spans) > 1 and first.start > spans[1].start:
+        return {}
+    props: dict[str, Any] = {}
+    for n in range(first.start, first.end):
+        m = _NOTION_PROPERTY.match(lines[n])
+        if m is None:
+            return {}
+        key, value = m.group(1).strip().lower(), m.group(2)
+        props[key] = [v.strip() for v in value.split(",") if v.strip()] if key == "tags" else value
+    return props
 
 
 _FM_LINK = re.compile(r"^\s*\[\[([^\[\]\n`]{1,1000})\]\]\s*$")

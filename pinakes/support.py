@@ -1035,6 +1035,64 @@ _PATH_DAY = re.compile(r"(?<!\d)(?:19|20)\d\d-[01]\d(?:-[0-3]\d)?(?!\d)")
 _DATE_FIELDS = ("date", "created", "day")
 
 
+#: A day written in numbers, year first: "Weekly sync 2024-05-13", a journal's "2024_05_13".
+_NUMERIC_DAY = re.compile(r"(?<![\d.])((?:19|20)\d\d)[-_./](0?[1-9]|1[0-2])[-_./](0?[1-9]|[12]\d|3[01])(?![\d.])")
+_MONTH_WORDS = ("January February March April May June July August September October November "
+                "December").split()
+
+
+def spelled_days(text: str) -> str:
+    """``text`` with each day written in numbers also written in words: "2024-05-13" → "13 May 2024".
+
+    A meeting note or a journal day is named by its date in numbers, while a question
+    says "at the 13 May sync" or "on May 13": so the month's name is found where the
+    notes wrote only its number.
+    """
+    days = [f"{int(d)} {_MONTH_WORDS[int(mo) - 1]} {y}" for y, mo, d in _NUMERIC_DAY.findall(text)]
+    return text + "\n" + "\n".join(days) if days else text
+
+
+def note_properties(conn: Any, path: str) -> dict[str, Any]:
+    """The front matter of the note at ``path`` (YAML, Logseq's or Notion's properties); {} if none."""
+    try:
+        row = conn.execute("SELECT meta FROM documents WHERE path = ?", (path,)).fetchone()
+        meta = (json.loads(row[0]) if row else {}).get("front_matter") or {}
+    except Exception:  # noqa: BLE001 - a store without the column: no properties
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+#: Properties that name the note itself: its title and other names are its hits' context already.
+_OWN_NAMES = frozenset({"title", "alias", "aliases"})
+#: The most words a property's value has to be read: a field ("Lotte Vanhaecke", "June 24,
+#: 2024", four attendees), not prose. A ``description:`` restates the page in the question's
+#: own words better than the sentence that holds the fact, and names nothing itself.
+PROPERTY_WORDS = 16
+
+
+def property_lines(front_matter: dict[str, Any]) -> list[str]:
+    """A note's properties as the reader reads them: one ``key: value`` line each.
+
+    A note tool keeps who, when and what of a page in its properties ("decided
+    by: Lotte", "deadline: June 24", "author: ..."), often nowhere else in the
+    page; a question asks for exactly those. The title and aliases are left
+    out (they are every hit's context already), and so are nested maps and
+    values longer than :data:`PROPERTY_WORDS`.
+    """
+    out = []
+    for key, value in front_matter.items():
+        if str(key).lower() in _OWN_NAMES:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value if not isinstance(v, dict | list))
+        elif isinstance(value, dict) or value is None:
+            continue
+        text = str(value).strip()
+        if text and len(text.split()) <= PROPERTY_WORDS:
+            out.append(f"{key}: {text}")
+    return out
+
+
 def note_dated(conn: Any, path: str) -> bool:
     """Is the note at ``path`` dated by its file name or its front matter (``date:``)?
 
@@ -1047,13 +1105,8 @@ def note_dated(conn: Any, path: str) -> bool:
     """
     if _PATH_DAY.search(path) or date_key(strip_suffix(path).rsplit("/", 1)[-1]):
         return True
-    try:
-        row = conn.execute("SELECT meta FROM documents WHERE path = ?", (path,)).fetchone()
-        meta = (json.loads(row[0]) if row else {}).get("front_matter") or {}
-    except Exception:  # noqa: BLE001 - a store without the column: not dated
-        return False
-    return isinstance(meta, dict) and any(
-        holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
+    meta = note_properties(conn, path)
+    return any(holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
 
 
 #: A pronoun that points back to what the sentence before spoke of.
@@ -1150,7 +1203,8 @@ def asked_deed(query: str, expected: Expected, terms: Sequence[str],
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
-              speakers: frozenset[str] = frozenset()
+              speakers: frozenset[str] = frozenset(),
+              props: Callable[[Any], list[str]] | None = None,
               ) -> tuple[Expected, float, set[str], str | None]:
     """What answers the question (:func:`answer_type`), the typed gap (see the module docstring), the best sentence's terms
     and the sentence whose token stands for the answer (None when none does).
@@ -1160,6 +1214,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     ``dated(hit)``: whether the hit's note has a date of its own beyond its title
     and headings (:func:`note_dated`), which answers "when did ..." for all it tells.
     ``speakers``: as in :func:`answer_type`.
+    ``props(hit)``: the lines of the hit's note's properties (:func:`property_lines`).
     """
     expected = answer_type(query, speakers)
     kind = expected.kind
@@ -1181,7 +1236,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     best_all, best_terms = 0.0, set()
     best_own, own_terms = 0.0, set()
     for h in hits:
-        context = f"{h.title}\n{' > '.join(h.heading_path)}"
+        context = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}")
         in_context = {t for t in terms if patterns[t].search(context)}
         if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
             context_typed = not expected.undated and (
@@ -1207,6 +1262,31 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 best_all, best_terms = share, got
             if about_asker and share > best_own and _own_statement(sent):
                 best_own, own_terms = share, got
+    # A note's properties ("decided by: Lotte Vanhaecke") are read once per note, each line on
+    # its own: next to no other line, and only where the line itself holds an asked word. The
+    # title's words count for it, as for the note's sentences; alone they would let any date
+    # or name among the properties answer whatever is asked about the note.
+    props_at: set[int] = set()
+    firsts: dict[str, Any] = {}
+    for h in hits if props is not None else ():
+        firsts.setdefault(h.path, h)
+    for h in firsts.values():
+        lines = props(h)
+        if not lines:
+            continue
+        in_context = {t for t in terms if patterns[t].search(spelled_days(h.title))}
+        per_hit.append((lines, False, list(range(len(lines))), [None] * len(lines), [None] * len(lines)))
+        props_at.add(len(per_hit) - 1)
+        for i, line in enumerate(lines):
+            own = {t for t in terms if patterns[t].search(line)}
+            if not own:
+                continue
+            got = own | in_context
+            share = sum(idf.get(t, 0.0) for t in got) / mass
+            scored.append((share, len(per_hit) - 1, i))
+            matched[len(per_hit) - 1, i] = got
+            if share > best_all:
+                best_all, best_terms = share, got
     if best_own > 0.0:
         # A question about the asker is answered where the notes speak for the asker. In a
         # chat log the assistant's advice repeats the question's words ("keep taking the
@@ -1261,6 +1341,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         if per_hit[hi][1] or holds(hi, si) and told_here:
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
+        if hi in props_at:
+            continue
         sents, _, paragraph, turn, parents = per_hit[hi]
         # The sentences either side; in a conversation, the teller's others in this turn and
         # in their next or last one, past the other's "how did it go?" ("I ran the charity
@@ -1536,9 +1618,16 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
     top = list(hits[:SUPPORT_HITS])
+    front: dict[str, list[str]] = {}
+
+    def props(h: Any) -> list[str]:
+        if h.path not in front:
+            front[h.path] = property_lines(note_properties(conn, h.path))
+        return front[h.path]
+
     held: list[set[str]] = []
     for h in top:
-        hay = f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}"
+        hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(props(h)))
         held.append({t for t, p in patterns.items() if p.search(hay)})
     if held:
         gaps = [max((idf[t] for t in asked if t not in got), default=0.0) / mass for got in held]
@@ -1577,7 +1666,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                          ) if "many" in query.lower() else frozenset()
     expected, typed, near_terms, answer_at = typed_gap(query, top, terms, idf, patterns,
                                                        dated=lambda h: note_dated(conn, h.path),
-                                                       speakers=speakers)
+                                                       speakers=speakers, props=props)
     kind = expected.kind
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     # A name the question writes is in none of the top hits, nor in their notes' other hits:

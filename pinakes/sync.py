@@ -559,7 +559,7 @@ def _prepare(rel: str, text: str, digest: str, st: os.stat_result, sc_rel: str,
     With ``mint=False`` a document without a sidecar gets none yet (``awaiting``):
     it may be a moved document whose sidecar stayed behind (see :mod:`.moves`).
     """
-    parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens)
+    parsed = parse_markdown(text, max_tokens=budget, count_tokens=embedder.count_tokens, name=rel)
     problems: list[str] = []
     if parsed.front_matter_error:
         problems.append(f"{rel}:{parsed.front_matter_error.removeprefix('line ')}"

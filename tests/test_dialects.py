@@ -380,3 +380,24 @@ def test_page_properties_are_only_the_first_block_before_any_heading() -> None:
     for text in ("# Moons\n\nstatus:: done\n", "- Io\n\nstatus:: done\n",
                  "---\ntitle: Y\n---\nstatus:: done\n"):
         assert "status" not in parse_markdown(text).front_matter, text
+
+
+def test_a_notion_pages_properties_are_its_front_matter() -> None:
+    """A Notion export writes a page's properties as ``Key: value`` lines under its title; its
+    file name ends in the page's 32-digit hex id, which no other note tool writes."""
+    from pinakes.markdown import parse_markdown
+
+    page = ("# Decision: printing vendor\n\nCreated: May 13, 2024 10:20 AM\nDecided by: Lotte"
+            "\nTags: print, Vireo\n\n## Context\n\nWho: prints the sleeves.\n")
+    notion = "Decision log/Decision printing vendor f34313b069a1980c08fc262e9c3b2e4d.md"
+    parsed = parse_markdown(page, name=notion)
+    assert parsed.front_matter == {"created": "May 13, 2024 10:20 AM", "decided by": "Lotte",
+                                   "tags": ["print", "Vireo"]}
+    assert parsed.title == "Decision: printing vendor"
+    assert "Created: May 13" in parsed.chunks[0].text  # the lines stay the page's text too
+    # Not a Notion page; a first paragraph that is not all properties; properties not under
+    # the title: no properties.
+    assert parse_markdown(page, name="decisions/printing-vendor.md").front_matter == {}
+    for text in (page.replace("Decided by: Lotte", "We went with Lindeboom."),
+                 "Intro.\n\n" + page, page.replace("# Decision", "## Decision")):
+        assert parse_markdown(text, name=notion).front_matter == {}, text

@@ -45,6 +45,7 @@ from pinakes.support import (
     sentence_turns,
     sentences,
     speaker_gap,
+    spelled_days,
     turns,
     typed_gap,
     wh_noun,
@@ -1398,3 +1399,87 @@ def test_a_fact_of_the_other_friend_abstains_and_says_whose_it_is(make_kb: Any, 
     assert x[FEATURES.index("other_speaker")] == 1.0 and support.said_by == "Tomas"
     assert support_of(kb, "What did Tomas realise after his charity 10K?")[1][
         FEATURES.index("other_speaker")] == 0.0
+
+
+STAND_UP = """
+    # Decision: drop the Friday stand-up
+
+    {properties}
+
+    ## Context
+
+    Since 2021 we have met twice a week: the weekly sync on Monday and a short stand-up on
+    Friday at 9:15. As the team is small, the Friday stand-up mostly repeated Monday.
+
+    ## Decision
+
+    We stop the Friday stand-up. Instead, everyone posts a short check-in in the studio
+    channel on Friday before 11:00: what you finished and what is blocking you.
+    """
+
+
+@pytest.mark.parametrize("form", ["notion", "yaml"])
+def test_a_notes_properties_answer_what_its_text_leaves_out(make_kb: Any, form: str) -> None:
+    """"Who decided ...?" is answered by the note's property "Decided by: Lotte", written as a
+    Notion export writes it (under the title) or as YAML front matter (in no chunk's text);
+    a property that holds none of the asked words answers nothing."""
+    props = "Created: May 21, 2024 11:05 AM\nDecided by: Lotte Vanhaecke\nReview: in 6 weeks"
+    if form == "notion":
+        files = {"decisions/Decision drop the Friday stand-up c21e8925ea70a9aac49e67a8abe7ad0c.md":
+                 STAND_UP.replace("{properties}", textwrap.indent(props, " " * 4).lstrip())}
+    else:
+        yaml = "---\ndecided by: Lotte Vanhaecke\nreview: in 6 weeks\n---\n"
+        files = {"decisions/drop-the-friday-stand-up.md":
+                 yaml + textwrap.dedent(STAND_UP.replace("{properties}", "")).lstrip("\n")}
+    kb = make_kb({**COFFEE, **files}, name=f"stand-up-{form}")
+    kb.sync()
+    decided, x = support_of(kb, "Who decided to drop the Friday stand-up?")
+    assert decided.expects == NAME and x[FEATURES.index("typed_missing")] == 0.0
+    # The YAML property is in no chunk's text: only the note's properties hold the name.
+    assert decided.answer_at is not None and "Decided by: Lotte Vanhaecke" in decided.answer_at \
+        if form == "notion" else decided.answer_at == "decided by: Lotte Vanhaecke"
+    result = kb.search("Who decided to drop the Friday stand-up?")
+    assert result.confidence is not None and not result.abstained
+    # The notes count nobody at the stand-up: "review: in 6 weeks" holds a number near the
+    # title's words, but none of the asked ones, so it answers nothing.
+    counted, x = support_of(kb, "How many people came to the last Friday stand-up?")
+    assert counted.expects == QUANTITY and counted.typed_gap > 0.0 and counted.answer_at is None
+
+
+def test_a_property_answers_only_where_it_holds_an_asked_word() -> None:
+    """The title's words count for each property line, as for each sentence; alone they would
+    let any number among the properties answer whatever is asked about the note."""
+    query = "How many minutes did the Friday stand-up last?"
+    hit = SimpleNamespace(title="Friday stand-up", heading_path=(), path="stand-up.md",
+                          text="We stopped the Friday stand-up. Everyone posts a check-in instead.")
+    terms = content_terms(query)
+    patterns = {t: term_pattern(t) for t in terms}
+    idf = dict.fromkeys(terms, 1.0)
+
+    def read(*props: str) -> tuple[float, str | None]:
+        expected, gap, _, answer_at = typed_gap(query, [hit], terms, idf, patterns,
+                                                props=lambda h: list(props))
+        assert expected.kind == QUANTITY
+        return gap, answer_at
+
+    assert read("duration: 15 minutes") == (0.0, "duration: 15 minutes")
+    gap, answer_at = read("lunch break: 30 min")
+    assert gap > 0.0 and answer_at is None
+    assert read() == read("lunch break: 30 min")
+
+
+def test_a_day_named_in_numbers_is_found_by_its_months_name(make_kb: Any) -> None:
+    """A meeting note titled "Weekly sync 2024-05-13" holds the "May" of "the 13 May sync"."""
+    assert spelled_days("Weekly sync 2024-05-13").endswith("13 May 2024")
+    assert spelled_days("Journal 2023_01_01") == "Journal 2023_01_01\n1 January 2023"
+    for text in ("v1.2024.05.13", "2024-13-01", "2024-05"):
+        assert spelled_days(text) == text
+    kb = make_kb({**COFFEE, "meetings/weekly-sync-13.md": """
+        # Weekly sync 2024-05-13
+
+        All three quotes for the tea tin sleeves are in. We go with Lindeboom: they are close
+        to the studio and can do a press check.
+        """}, name="weekly-sync")
+    kb.sync()
+    support, _ = support_of(kb, "Which printer did we choose at the 13 May sync?")
+    assert "May" not in support.unsupported and "choose" in support.unsupported
