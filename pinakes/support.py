@@ -1008,8 +1008,18 @@ def _writers_own(sent: str, names: set[str]) -> bool:
     (lower case), and no word for anybody or anything else ("he", "it", "my husband")?"""
     if not _SINGULAR.search(sent) or _BACK.search(sent):
         return False
-    words = {re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(sent)}
+    words = _written(sent)
     return not (words & names or words & _RELATIONS)
+
+
+def _written(sent: str) -> set[str]:
+    """The words of ``sent`` in lower case, without a possessive "'s" ("Idris's" is "idris")."""
+    return {re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(sent)}
+
+
+def _names_any(sent: str, names: set[str]) -> bool:
+    """Does ``sent`` write any of ``names`` (lower case)?"""
+    return bool(_written(sent) & names)
 
 
 def _tells_self(sent: str) -> bool:
@@ -1307,6 +1317,11 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # first person singular that names none of the question's names and points to nobody
     # else ("he", "it", "my husband"), unless it is that person's own turn in a chat.
     others = set() if about_asker else {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    # Nor is a question about someone or something the asker names ("What was Marcus's finish
+    # time in the half marathon?") answered by an assistant's sentence that names none of
+    # them: its numbers and names are its advice's ("a two-hour finish works out to roughly
+    # 9:09 per mile"), unless the question asks what "you" said.
+    relay = bool(others) and not _YOU.search(query)
     labels: dict[int, list[str | None]] = {}
 
     def holds(hi: int, si: int) -> bool:
@@ -1317,6 +1332,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             typed[hi, si] = not (
                 skip_advice and labels[hi][si] in ASSISTANT_LABELS
                 or others and labels[hi][si] not in others and _writers_own(sent, others)
+                or relay and labels[hi][si] in ASSISTANT_LABELS and not _names_any(sent, others)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 

@@ -1153,6 +1153,37 @@ def test_the_writers_own_words_do_not_answer_for_someone_else(make_kb: Any) -> N
     assert x[FEATURES.index("typed_missing")] == 0.0
 
 
+MARCUS_CHAT = """
+    # Chat session 21
+
+    **User:** My friend Marcus ran the Harbour Half Marathon on Sunday, his first one. How
+    should he recover this week?
+
+    **Assistant:** Easy days first. For a half marathon, a two-hour finish works out to
+    roughly 9:09 per mile, so his legs did real work: walk, stretch, and skip speed work.
+    """
+
+
+def test_an_assistants_advice_is_no_answer_about_someone_the_asker_names(make_kb: Any) -> None:
+    """"What was Marcus's finish time?" against the assistant's "a two-hour finish works out
+    to roughly 9:09 per mile": its numbers are the advice's. An assistant's sentence that
+    names Marcus ("Marcus's 1:52:10 is ...") answers, as the user's own words do."""
+    question = "What was Marcus's finish time in the half marathon?"
+    kb = make_kb({**COFFEE, "chats/session-21.md": MARCUS_CHAT}, name="marcus-chat")
+    kb.sync()
+    support, x = support_of(kb, question)
+    assert support.expects == QUANTITY and support.answer_at is None
+    assert x[FEATURES.index("typed_missing")] == 1.0
+    for label, told in (
+            ("user", MARCUS_CHAT.replace("on Sunday, his first one.", "on Sunday in 1:52:10.")),
+            ("assistant", MARCUS_CHAT.replace("Easy days first.", "Marcus's 1:52:10 is a fine first half."))):
+        assert told != MARCUS_CHAT
+        kb2 = make_kb({**COFFEE, "chats/session-21.md": told}, name=f"marcus-{label}")
+        kb2.sync()
+        his, x = support_of(kb2, question)
+        assert x[FEATURES.index("typed_missing")] == 0.0 and "1:52:10" in (his.answer_at or ""), label
+
+
 PHOTO_CHAT = """
     # Chat session 13
 
