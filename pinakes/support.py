@@ -960,6 +960,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             continue
         if low in _MONTHS or low in _DAYS:
             continue  # "in September", "on Friday": a date, not the name a question asks for
+        if w in _TASK_MARKERS:
+            continue  # "TODO book the hotel": an outliner's task state
         if w.isupper() and _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()):
             continue  # "4,000 IU", "16 GB": a unit after its number, not a name
         if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):
@@ -969,6 +971,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     return False
 
 
+#: The task states outliners (Logseq, org-mode) write before a block: no names.
+_TASK_MARKERS = frozenset("TODO DOING DONE LATER NOW WAITING CANCELED CANCELLED".split())
 #: A capitalised word and a space just before a number: "Clifton 9s" names a model.
 _NAME_BEFORE = re.compile(r"\b[A-Z][\w\-]*\s$")
 #: A number and a space just before a word (read over the two characters before it): a unit.
@@ -1072,35 +1076,63 @@ def note_properties(conn: Any, path: str) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-#: Properties that name the note itself: its title and other names are its hits' context already.
-_OWN_NAMES = frozenset({"title", "alias", "aliases"})
+#: Properties that are not facts of the note: its title and other names (its hits' context
+#: already) and its tags (what it is filed under: the question's words find them, and the
+#: names in them, "tags:: [[travel]], [[Maya Lindqvist]]", answer nothing).
+_OWN_NAMES = frozenset({"title", "alias", "aliases", "tags"})
 #: The most words a property's value has to be read: a field ("Lotte Vanhaecke", "June 24,
 #: 2024", four attendees), not prose. A ``description:`` restates the page in the question's
 #: own words better than the sentence that holds the fact, and names nothing itself.
 PROPERTY_WORDS = 16
 
 
-def property_lines(front_matter: dict[str, Any]) -> list[str]:
+def property_lines(front_matter: dict[str, Any], every: bool = False) -> list[str]:
     """A note's properties as the reader reads them: one ``key: value`` line each.
 
     A note tool keeps who, when and what of a page in its properties ("decided
     by: Lotte", "deadline: June 24", "author: ..."), often nowhere else in the
     page; a question asks for exactly those. The title and aliases are left
-    out (they are every hit's context already), and so are nested maps and
-    values longer than :data:`PROPERTY_WORDS`.
+    out (they are every hit's context already), as are its tags, nested maps and
+    values longer than :data:`PROPERTY_WORDS`. ``every``: all of them but nested maps,
+    for finding the page's property lines in its text.
     """
     out = []
     for key, value in front_matter.items():
-        if str(key).lower() in _OWN_NAMES:
+        if str(key).lower() in _OWN_NAMES and not every:
             continue
         if isinstance(value, list):
             value = ", ".join(str(v) for v in value if not isinstance(v, dict | list))
         elif isinstance(value, dict) or value is None:
             continue
         text = str(value).strip()
-        if text and len(text.split()) <= PROPERTY_WORDS:
+        if text and (every or len(text.split()) <= PROPERTY_WORDS):
             out.append(f"{key}: {text}")
     return out
+
+
+#: A Logseq block's own bookkeeping, no fact: "collapsed:: true", "id:: 65f1c2...".
+_LOGSEQ_META = re.compile(r"^\s*(?:[-*]\s+)?(?:collapsed|id|heading|background-color)::(?:\s|$)")
+_REF_MARKS = re.compile(r"\[\[|\]\]|(?<!\w)#")
+
+
+def _property_key(line: str) -> str:
+    """A property line folded for comparing: "Decided by: Lotte" and "decided by: Lotte" alike."""
+    line = _REF_MARKS.sub("", line.strip().lstrip("-* ").replace("::", ":", 1))
+    return re.sub(r"\s+", " ", line).lower()
+
+
+def _without_properties(text: str, props: Sequence[str]) -> str:
+    """``text`` without the page's property lines (``props``, as :func:`property_lines` writes
+    them with ``every``: Logseq's first block, a Notion page's lines under its title), which
+    the reader reads one by one, and without a Logseq block's bookkeeping (``collapsed::``).
+    Joined into one sentence with their neighbours, "type:: trip tags:: [[travel]], [[Maya
+    Lindqvist]] status:: planning" would lend the title's words to every name among them."""
+    if "::" not in text and not props:
+        return text
+    own = {_property_key(p) for p in props}
+    lines = text.split("\n")
+    kept = [line for line in lines if not (_LOGSEQ_META.match(line) or own and _property_key(line) in own)]
+    return text if len(kept) == len(lines) else "\n".join(kept)
 
 
 def note_dated(conn: Any, path: str) -> bool:
@@ -1214,7 +1246,7 @@ def asked_deed(query: str, expected: Expected, terms: Sequence[str],
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
               speakers: frozenset[str] = frozenset(),
-              props: Callable[[Any], list[str]] | None = None,
+              props: Callable[[Any], dict[str, Any]] | None = None,
               ) -> tuple[Expected, float, set[str], str | None]:
     """What answers the question (:func:`answer_type`), the typed gap (see the module docstring), the best sentence's terms
     and the sentence whose token stands for the answer (None when none does).
@@ -1224,7 +1256,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     ``dated(hit)``: whether the hit's note has a date of its own beyond its title
     and headings (:func:`note_dated`), which answers "when did ..." for all it tells.
     ``speakers``: as in :func:`answer_type`.
-    ``props(hit)``: the lines of the hit's note's properties (:func:`property_lines`).
+    ``props(hit)``: the hit's note's properties (its front matter), read one line each
+    (:func:`property_lines`) and left out of its text's sentences.
     """
     expected = answer_type(query, speakers)
     kind = expected.kind
@@ -1255,7 +1288,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = bool(_PATH.search(context) or _CODE.search(context))
         else:
             context_typed = False
-        numbered, parents = outline(h.text)
+        page = property_lines(props(h), every=True) if props is not None else []
+        numbered, parents = outline(_without_properties(h.text, page))
         sents = [sent for _, sent in numbered]
         turn = sentence_turns(sents)
         per_hit.append((sents, context_typed, [n for n, _ in numbered], turn, parents))
@@ -1281,7 +1315,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     for h in hits if props is not None else ():
         firsts.setdefault(h.path, h)
     for h in firsts.values():
-        lines = props(h)
+        lines = property_lines(props(h))
         if not lines:
             continue
         in_context = {t for t in terms if patterns[t].search(spelled_days(h.title))}
@@ -1634,16 +1668,16 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
     top = list(hits[:SUPPORT_HITS])
-    front: dict[str, list[str]] = {}
+    front: dict[str, dict[str, Any]] = {}
 
-    def props(h: Any) -> list[str]:
+    def props(h: Any) -> dict[str, Any]:
         if h.path not in front:
-            front[h.path] = property_lines(note_properties(conn, h.path))
+            front[h.path] = note_properties(conn, h.path)
         return front[h.path]
 
     held: list[set[str]] = []
     for h in top:
-        hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(props(h)))
+        hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
         held.append({t for t, p in patterns.items() if p.search(hay)})
     if held:
         gaps = [max((idf[t] for t in asked if t not in got), default=0.0) / mass for got in held]

@@ -34,6 +34,7 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
+    _without_properties,
     answer_type,
     asked_deed,
     asks_thing,
@@ -42,6 +43,7 @@ from pinakes.support import (
     kind_word,
     known_names,
     outline,
+    property_lines,
     sentence_turns,
     sentences,
     speaker_gap,
@@ -1466,9 +1468,9 @@ def test_a_notes_properties_answer_what_its_text_leaves_out(make_kb: Any, form: 
     kb.sync()
     decided, x = support_of(kb, "Who decided to drop the Friday stand-up?")
     assert decided.expects == NAME and x[FEATURES.index("typed_missing")] == 0.0
-    # The YAML property is in no chunk's text: only the note's properties hold the name.
-    assert decided.answer_at is not None and "Decided by: Lotte Vanhaecke" in decided.answer_at \
-        if form == "notion" else decided.answer_at == "decided by: Lotte Vanhaecke"
+    # Read one by one, as the note's properties: not from the first chunk's text (Notion),
+    # and YAML front matter is in no chunk's text.
+    assert decided.answer_at == "decided by: Lotte Vanhaecke"
     result = kb.search("Who decided to drop the Friday stand-up?")
     assert result.confidence is not None and not result.abstained
     # The notes count nobody at the stand-up: "review: in 6 weeks" holds a number near the
@@ -1488,8 +1490,9 @@ def test_a_property_answers_only_where_it_holds_an_asked_word() -> None:
     idf = dict.fromkeys(terms, 1.0)
 
     def read(*props: str) -> tuple[float, str | None]:
+        front = dict(p.split(": ", 1) for p in props)
         expected, gap, _, answer_at = typed_gap(query, [hit], terms, idf, patterns,
-                                                props=lambda h: list(props))
+                                                props=lambda h: front)
         assert expected.kind == QUANTITY
         return gap, answer_at
 
@@ -1514,3 +1517,27 @@ def test_a_day_named_in_numbers_is_found_by_its_months_name(make_kb: Any) -> Non
     kb.sync()
     support, _ = support_of(kb, "Which printer did we choose at the 13 May sync?")
     assert "May" not in support.unsupported and "choose" in support.unsupported
+
+
+def test_a_pages_property_lines_are_read_one_by_one_not_as_its_text() -> None:
+    """The page's property lines leave its text's sentences (the reader reads each on its own,
+    tags not at all: what a note is filed under names no answer), as does a Logseq block's
+    bookkeeping; a block's own property stays a fact of its text."""
+    front = {"type": "trip", "tags": ["travel", "Maya Lindqvist"], "status": "planning"}
+    assert property_lines(front) == ["type: trip", "status: planning"]
+    page = property_lines(front, every=True)
+    assert "tags: travel, Maya Lindqvist" in page
+    text = ("- type:: trip\n  tags:: [[travel]], [[Maya Lindqvist]]\n  status:: planning\n"
+            "- dates: 19–23 September\n  collapsed:: true\n  - phone:: +47 412 55 010\n")
+    assert _without_properties(text, page) == "- dates: 19–23 September\n  - phone:: +47 412 55 010\n"
+    notion = "Created: May 21, 2024\nDecided by: Lotte Vanhaecke\n\nWe stop the stand-up."
+    assert _without_properties(notion, ["created: May 21, 2024", "decided by: Lotte Vanhaecke"]) \
+        == "\nWe stop the stand-up."
+    assert _without_properties(notion, []) == notion  # no properties: every line is text
+
+
+def test_an_outliners_task_state_is_no_name() -> None:
+    assert not holds_typed(NAME, "TODO book the hotel", frozenset())
+    assert not holds_typed(NAME, "DONE pack the bags", frozenset())
+    assert holds_typed(NAME, "TODO call Maya about the flat", frozenset())
+    assert holds_typed(NAME, "the NASA archive", frozenset())
