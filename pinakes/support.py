@@ -491,6 +491,11 @@ _CONTRACTED = re.compile(r"\b(what|who|where|when|which|how)'s\b")
 #: after: "when is my code re-embedded" asks a condition, "when is it worth ..." too).
 _SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the\s+next|[\w\-]+'s)"
                         r"(?:\s+(?![\w\-]*(?:ed|en)\b)[\w\-']+){1,4}\s*\??$")
+#: "When is tern 3.0 going to be released?", "when will the app launch?": the date of a release
+#: to come, which a note writes out. Only a release: "when does the café open / the course
+#: start?" asks a time of day as often as a date, "when does such a test pass?" a condition.
+_RELEASE_DATE = re.compile(r"when\s+(?:is|are|will|does|do)\b(?:\s+[\w'’.\-]+){1,6}?\s+(?:be\s+)?"
+                           r"(?:released?|launch(?:ed)?|ship(?:ped)?)\b")
 _AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|onto|beside)\s+"
                        r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
                        r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
@@ -767,7 +772,7 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         return Expected(QUANTITY)
     if re.match(r"when\s+(?:was|were|did|had)\b", main) or re.search(r"\bsince\s+when\b", low):
         return Expected(DATE)
-    if _SCHEDULED.match(main):
+    if _SCHEDULED.match(main) or _RELEASE_DATE.match(main):
         # "When is Theo's birthday?", "when is my next dentist appointment?": the date of
         # a named event, which its note writes out. A note's own date (a journal's day, a
         # chat session's) answers what happened then ("when did I ..."), not this.
@@ -925,7 +930,10 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
             return True
-        if _DATE.search(text) or _VERSION.search(text) or _RELATIVE_DATE.search(text):
+        # A version dates a changelog's lines; not the one the question asks about ("When is
+        # 3.0 going to be released?" against "Work on 3.0 has begun.").
+        if _DATE.search(text) or _RELATIVE_DATE.search(text) or any(
+                m.group(0).lower().lstrip("v") not in asked for m in _VERSION.finditer(text)):
             return True
         for w in _TOKEN.findall(text):
             low = w.lower()

@@ -1541,3 +1541,19 @@ def test_an_outliners_task_state_is_no_name() -> None:
     assert not holds_typed(NAME, "DONE pack the bags", frozenset())
     assert holds_typed(NAME, "TODO call Maya about the flat", frozenset())
     assert holds_typed(NAME, "the NASA archive", frozenset())
+
+
+def test_a_release_to_come_asks_a_date_and_the_asked_version_is_none() -> None:
+    """"When is tern 3.0 going to be released?" asks a date; "Work on 3.0 has begun." holds
+    only the version the question names. "When is the shop open?" or "when does such a test
+    pass?" ask an hour or a condition, not checked."""
+    for q in ("When is tern 3.0 going to be released?", "When will the mobile app launch?",
+              "When does the next version ship?"):
+        assert answer_type(q) == Expected(DATE, undated=True), q
+    for q in ("When is Velo Fix open on Saturdays?", "When does such a test pass?",
+              "When do init() functions run in a Go program?"):
+        assert answer_type(q) == UNCHECKED, q
+    asked = frozenset({"tern", "3.0", "released"})
+    assert not holds_typed(DATE, "Work on 3.0 has begun.", asked)
+    assert holds_typed(DATE, "Work on 3.0 began after 2.4 shipped.", asked)
+    assert holds_typed(DATE, "Work on 3.0 has begun.", frozenset())
