@@ -142,7 +142,7 @@ def parse_markdown(
     else:
         front_matter, property_links, own_lines = _page_properties(lines, structure)
         if not front_matter and NOTION_PAGE.search(name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
-            front_matter = _notion_properties(lines, structure)
+            front_matter, property_links = _notion_properties(lines, structure)
 
     title: str | None = None
     fm_title = front_matter.get("title")
@@ -494,9 +494,12 @@ def _page_properties(lines: list[str], structure: _Structure
 NOTION_PAGE = re.compile(r"(?:^|\s)[0-9a-f]{32}$")
 #: A Notion property line: "Decided by: Lotte Vanhaecke", "Tags: meetings, ways of working".
 _NOTION_PROPERTY = re.compile(r"^([^\W_][^:\n]{0,39}?):[ \t]+(\S.*?)\s*$")
+#: A relation in a property's value: the page's title, then its relative path in brackets,
+#: "Vireo tea tin redesign (../Projects%2088a9…/Vireo%20tea%20tin%20redesign%201af7….md)".
+_NOTION_RELATION = re.compile(r"([^(),][^()]*?)\s\(([^()\s]+\.md)\)")
 
 
-def _notion_properties(lines: list[str], structure: _Structure) -> dict[str, Any]:
+def _notion_properties(lines: list[str], structure: _Structure) -> tuple[dict[str, Any], list[Link]]:
     """A Notion page's properties, which its export writes as ``Key: value`` lines under the title.
 
     Notion keeps a database page's fields (who decided, the status, the date, the
@@ -504,22 +507,28 @@ def _notion_properties(lines: list[str], structure: _Structure) -> dict[str, Any
     right under the page's ``# Title``, one ``Key: value`` per line. Read as front
     matter (keys in lower case, as Logseq's are; ``tags`` split at commas), they
     reach the tags and the reader like any other note's properties. Only when
-    every line of that paragraph is one: otherwise it is the page's first text.
+    every line of that paragraph is one: otherwise it is the page's first text. A
+    relation's value names each related page with its path in brackets, not as a
+    Markdown link: each is a link of form ``property``.
     """
     spans = structure.heading_spans
     if not spans or spans[0].heading.level != 1 or any(lines[n].strip() for n in range(spans[0].start)):
-        return {}
+        return {}, []
     first = next((b for b in structure.blocks if b.start >= spans[0].end), None)
     if first is None or first.kind != "text" or len(spans) > 1 and first.start > spans[1].start:
-        return {}
+        return {}, []
     props: dict[str, Any] = {}
+    links: list[Link] = []
     for n in range(first.start, first.end):
         m = _NOTION_PROPERTY.match(lines[n])
         if m is None:
-            return {}
+            return {}, []
         key, value = m.group(1).strip().lower(), m.group(2)
         props[key] = [v.strip() for v in value.split(",") if v.strip()] if key == "tags" else value
-    return props
+        links += [Link(target=unquote(r.group(2)), label=r.group(1).strip(), kind="property", line=n + 1,
+                       fragment="", context=" ".join(content_words(key)))
+                  for r in _NOTION_RELATION.finditer(value)]
+    return props, links[:_MAX_PROPERTY_LINKS]
 
 
 _FM_LINK = re.compile(r"^\s*\[\[([^\[\]\n`]{1,1000})\]\]\s*$")

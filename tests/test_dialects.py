@@ -401,3 +401,19 @@ def test_a_notion_pages_properties_are_its_front_matter() -> None:
     for text in (page.replace("Decided by: Lotte", "We went with Lindeboom."),
                  "Intro.\n\n" + page, page.replace("# Decision", "## Decision")):
         assert parse_markdown(text, name=notion).front_matter == {}, text
+
+
+def test_a_notion_relation_property_is_a_link(make_kb) -> None:
+    """A relation's value names the related page with its path in brackets ("Client: Vireo
+    Tea (../Clients%20…/Vireo%20Tea%20….md)"): a link of form ``property`` that resolves."""
+    client = "Clients 1e969a758672a64dfea579f174b610e0/Vireo Tea 5865beaced2fca1377e4cb39b4f98170.md"
+    project = "Projects 88a926b4cb79f6d89385e71a1af4b8f2/Tin redesign 1af7755c6ee162ee187ff13f39d08f27.md"
+    kb = make_kb({
+        client: "# Vireo Tea\n\nStatus: Active\nCity: Brugge\n\nA tea importer in Brugge.\n",
+        project: ("# Tin redesign\n\nOwner: Saskia Brandt\nClient: Vireo Tea (../Clients%201e969a758672a64dfea"
+                  "579f174b610e0/Vireo%20Tea%205865beaced2fca1377e4cb39b4f98170.md)\nBudget: €18,500\n\n"
+                  "Seven sleeves for the tea tins.\n"),
+    }, name="notion-relation")
+    kb.sync()
+    assert links_of(kb, project) == [(f"../{client}", "property", client)]
+    assert kb.show(project)["front_matter"]["client"].startswith("Vireo Tea (../Clients%20")
