@@ -1029,6 +1029,32 @@ def _written(sent: str) -> set[str]:
     return {re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(sent)}
 
 
+#: A name after "at": "my manager *at Lumenfield*", "what did I buy *at Target*". Only "at" (a
+#: workplace, a shop, a venue): "in" nests places ("Where did we stay in Lisbon?" is
+#: answered by "staying at Casa do Limoeiro in Alfama").
+_AT_NAME = re.compile(r"\bat\s+([A-Z][\w'’&\-]*)")
+
+
+def _at_names(query: str) -> list[str]:
+    """The names the question puts after "at", in lower case; not a date ("at Easter")."""
+    return [w for m in _AT_NAME.finditer(query)
+            if (w := re.sub(r"['’]s$", "", m.group(1).lower())) not in _MONTHS and w not in _DAYS
+            and w not in _SEASONS]
+
+
+def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
+    """Does ``sent`` put another name after "at" and not the question's ("my manager Priscilla
+    *at Tallgrass*" for "Who is my manager *at Lumenfield*?")? Then it speaks of that other
+    place: the near miss a memory benchmark builds by swapping a name."""
+    if any(name in _written(sent) for name in names):
+        return False
+    for m in _AT_NAME.finditer(sent):
+        other = re.sub(r"['’]s$", "", m.group(1).lower())
+        if other not in asked and other not in _MONTHS and other not in _DAYS and other not in STOPWORDS:
+            return True
+    return False
+
+
 def _names_any(sent: str, names: set[str]) -> bool:
     """Does ``sent`` write any of ``names`` (lower case)?"""
     return bool(_written(sent) & names)
@@ -1364,6 +1390,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # them: its numbers and names are its advice's ("a two-hour finish works out to roughly
     # 9:09 per mile"), unless the question asks what "you" said.
     relay = bool(others) and not _YOU.search(query)
+    at_names = _at_names(query)
     labels: dict[int, list[str | None]] = {}
 
     def holds(hi: int, si: int) -> bool:
@@ -1375,6 +1402,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 skip_advice and labels[hi][si] in ASSISTANT_LABELS
                 or others and labels[hi][si] not in others and _writers_own(sent, others)
                 or relay and labels[hi][si] in ASSISTANT_LABELS and not _names_any(sent, others)
+                or at_names and _swapped(sent, at_names, frozen)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 

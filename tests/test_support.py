@@ -1186,6 +1186,34 @@ def test_an_assistants_advice_is_no_answer_about_someone_the_asker_names(make_kb
         assert x[FEATURES.index("typed_missing")] == 0.0 and "1:52:10" in (his.answer_at or ""), label
 
 
+JOB_CHAT = """
+    # Chat session 22
+
+    **User:** I got the Lumenfield job!! My start date is July 29. Now I have to write a
+    resignation email to my manager Priscilla at Tallgrass. Can you help?
+
+    **Assistant:** Of course. Thank her first, then give your last day and offer a handover.
+    """
+
+
+def test_a_name_in_the_questions_place_is_another_things(make_kb: Any) -> None:
+    """"Who is my manager at Lumenfield?" against "my manager Priscilla at Tallgrass": the
+    sentence puts another name after "at", so it speaks of Tallgrass; the question that
+    names Tallgrass is answered, as is the one whose sentence names Lumenfield."""
+    kb = make_kb({**COFFEE, "chats/session-22.md": JOB_CHAT}, name="job-chat")
+    kb.sync()
+    swapped, x = support_of(kb, "Who is my manager at Lumenfield?")
+    assert swapped.expects == NAME and swapped.answer_at is None
+    assert x[FEATURES.index("typed_missing")] > 0.0
+    there, x = support_of(kb, "Who is my manager at Tallgrass?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Priscilla" in (there.answer_at or "")
+    told = JOB_CHAT.replace("Can you help?", "At Lumenfield my manager will be Ana Ruiz.")
+    kb2 = make_kb({**COFFEE, "chats/session-22.md": told}, name="job-chat-told")
+    kb2.sync()
+    new, x = support_of(kb2, "Who is my manager at Lumenfield?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (new.answer_at or "")
+
+
 PHOTO_CHAT = """
     # Chat session 13
 
