@@ -113,6 +113,7 @@ wh-phrase's head noun ("which *chair*") missing from the hits: the answer to
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from collections import Counter
@@ -334,6 +335,9 @@ class Expected:
     preposition: bool = False
     #: "How often?": a frequency in words answers as well as a number ("twice a week").
     frequency: bool = False
+    #: "How many kilometres do I run per week?": a rate per this unit of time answers
+    #: ("40 km a week", "€12/month", "monthly"), not any number ("Long run: 28 km").
+    per: str = ""
 
     @property
     def what(self) -> str | None:
@@ -720,7 +724,7 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> Expected:
         # names) are checked as that kind; two of different kinds are not checked.
         return UNCHECKED
     # Two clauses asking for one kind in different ways: only the kind is checked.
-    return kinds[0] if all(k == kinds[0] for k in kinds) else Expected(kinds[0].kind)
+    return _per(kinds[0], low) if all(k == kinds[0] for k in kinds) else Expected(kinds[0].kind)
 
 
 def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) -> Expected:
@@ -794,6 +798,31 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
             kind = NAME
         return _by_head(Expected(kind), m.group(2).split(), main)
     return UNCHECKED
+
+
+#: "per week", "each month", "every day": the question asks a rate (see :attr:`Expected.per`).
+_PER_UNIT = re.compile(r"\b(?:per|each|every)\s+(second|minute|hour|day|night|week|month|year)\b")
+#: How a rate per unit is written, by the unit: "a week", "per week", "/wk", "weekly".
+_RATE_FORMS = {"second": ("second", "sec", "s"), "minute": ("minute", "min"), "hour": ("hour", "hr", "h"),
+               "day": ("day", "d"), "night": ("night",), "week": ("week", "wk", "w"),
+               "month": ("month", "mo", "mth"), "year": ("year", "yr", "y", "annum")}
+_RATE_ADJECTIVES = {"second": "", "minute": "", "hour": "hourly", "day": "daily", "night": "nightly",
+                    "week": "weekly", "month": "monthly", "year": "yearly|annually|annual"}
+
+
+@functools.cache
+def _rate_pattern(unit: str) -> re.Pattern[str]:
+    forms = "|".join(_RATE_FORMS[unit])
+    adjective = _RATE_ADJECTIVES[unit]
+    return re.compile(rf"(?:\b(?:per|a|an|each|every|one)\s+{unit}s?\b|/\s?(?:{forms})s?\b"
+                      rf"|\b(?:{unit}s?\s+per\b)" + (rf"|\b(?:{adjective})\b" if adjective else "") + ")",
+                      re.IGNORECASE)
+
+
+def _per(expected: Expected, low: str) -> Expected:
+    """A quantity asked per unit of time ("per week", "each month") is answered by a rate."""
+    m = _PER_UNIT.search(low) if expected.kind == QUANTITY else None
+    return replace(expected, per=m.group(1)) if m else expected
 
 
 def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
@@ -882,6 +911,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
+    if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
+        return False  # "per week": "Long run: 28 km" is one run's, not a week's
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
         text = _DATED_NUMBER.sub(" ", text)

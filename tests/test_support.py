@@ -1585,3 +1585,19 @@ def test_a_release_to_come_asks_a_date_and_the_asked_version_is_none() -> None:
     assert not holds_typed(DATE, "Work on 3.0 has begun.", asked)
     assert holds_typed(DATE, "Work on 3.0 began after 2.4 shipped.", asked)
     assert holds_typed(DATE, "Work on 3.0 has begun.", frozenset())
+
+
+def test_a_quantity_per_unit_of_time_is_answered_by_a_rate() -> None:
+    """"How many kilometres do I run per week?" against "Long run: 28 km": one run's, not a
+    week's. A rate per that unit answers, in any of its forms; a rate per another does not."""
+    weekly = answer_type("How many kilometres do I run per week?")
+    assert weekly.kind == QUANTITY and weekly.per == "week"
+    assert not holds_typed(weekly, "Long run: 28 km along the Vecht, 2:41.", frozenset())
+    for text in ("About 40 km a week now.", "Weekly volume: 35 km.", "I run 35 km/week."):
+        assert holds_typed(weekly, text, frozenset()), text
+    monthly = answer_type("How much do we pay for Dropbox each month?")
+    assert monthly.money and monthly.per == "month"
+    assert holds_typed(monthly, "Dropbox Business costs €15 per user per month.", frozenset())
+    assert holds_typed(monthly, "Dropbox: €12/mo.", frozenset())
+    assert not holds_typed(monthly, "We paid €144 a year for Dropbox.", frozenset())
+    assert answer_type("How many people came to the party?").per == ""
