@@ -338,6 +338,10 @@ class Expected:
     #: "How many kilometres do I run per week?": a rate per this unit of time answers
     #: ("40 km a week", "€12/month", "monthly"), not any number ("Long run: 28 km").
     per: str = ""
+    #: "What is Maya's surname?": only a name written next to hers answers ("Maya
+    #: Lindqvist"), after it for a surname, before it for a first name, either side for
+    #: a full name: (her name in lower case, "after" / "before" / "either").
+    beside: tuple[str, str] = ("", "")
 
     @property
     def what(self) -> str | None:
@@ -724,7 +728,9 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> Expected:
         # names) are checked as that kind; two of different kinds are not checked.
         return UNCHECKED
     # Two clauses asking for one kind in different ways: only the kind is checked.
-    return _per(kinds[0], low) if all(k == kinds[0] for k in kinds) else Expected(kinds[0].kind)
+    if all(k == kinds[0] for k in kinds):
+        return _beside(_per(kinds[0], low), query)
+    return Expected(kinds[0].kind)
 
 
 def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) -> Expected:
@@ -817,6 +823,22 @@ def _rate_pattern(unit: str) -> re.Pattern[str]:
     return re.compile(rf"(?:\b(?:per|a|an|each|every|one)\s+{unit}s?\b|/\s?(?:{forms})s?\b"
                       rf"|\b(?:{unit}s?\s+per\b)" + (rf"|\b(?:{adjective})\b" if adjective else "") + ")",
                       re.IGNORECASE)
+
+
+#: "Maya's surname", "Mr. Okafor's first name": a part of a person's name, asked by their name.
+_NAME_PART = re.compile(r"\b([A-Z][\w\-]*)['’]s\s+(first|given|middle|last|family|maiden|full)?\s*"
+                        r"(name|surname|forename)\b")
+_NAME_SIDE = {"first": "before", "given": "before", "forename": "before", "last": "after",
+              "family": "after", "maiden": "after", "surname": "after"}
+
+
+def _beside(expected: Expected, query: str) -> Expected:
+    """A part of a named person's name is answered by a name written next to theirs."""
+    m = _NAME_PART.search(query) if expected.kind == NAME else None
+    if m is None or m.group(2) is None and m.group(3) == "name":
+        return expected  # "Maya's name": the question gives it
+    side = _NAME_SIDE.get(m.group(2) or m.group(3), "either")
+    return replace(expected, beside=(m.group(1).lower(), side))
 
 
 def _per(expected: Expected, low: str) -> Expected:
@@ -978,6 +1000,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         words = _COLOURS if kind == COLOUR else _WEEKDAYS
         return any(part in words and part not in asked
                    for w in _TOKEN.findall(text.lower()) for part in w.split("-"))
+    if expected.beside[0]:
+        return _next_to(text, *expected.beside, asked)
     # A name or a place: a capitalised word past a sentence's first, a mixed-case or
     # letters-and-digits token, a code span or a path that the question does not contain.
     if any(m.group(0).lower() not in asked for m in _PATH.finditer(text)):
@@ -1012,6 +1036,19 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
 
 #: The task states outliners (Logseq, org-mode) write before a block: no names.
 _TASK_MARKERS = frozenset("TODO DOING DONE LATER NOW WAITING CANCELED CANCELLED".split())
+#: A title before a name, no part of it: "Mr Okafor", "Dr Ek".
+_HONORIFICS = frozenset(a.lower() for a in (*_ABBREVIATIONS, "Miss", "Sir", "Madam", "Mx"))
+
+
+def _next_to(text: str, name: str, side: str, asked: frozenset[str]) -> bool:
+    """Is a capitalised word written right after (or before) ``name`` in ``text``?"""
+    who = rf"(?i:{re.escape(name)})"
+    forms = {"after": [rf"\b{who}\s+([A-Z][\w'’\-]+)"], "before": [rf"\b([A-Z][\w'’\-]+)\s+{who}\b"]}
+    pats = forms.get(side) or forms["after"] + forms["before"]
+    return any(m.group(1).lower() not in asked and m.group(1).lower() not in STOPWORDS
+               and m.group(1).lower() not in _HONORIFICS for p in pats for m in re.finditer(p, text))
+
+
 #: A capitalised word and a space just before a number: "Clifton 9s" names a model.
 _NAME_BEFORE = re.compile(r"\b[A-Z][\w\-]*\s$")
 #: A number and a space just before a word (read over the two characters before it): a unit.
@@ -1350,7 +1387,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             context_typed = not expected.undated and (
                 holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
-            context_typed = bool(_PATH.search(context) or _CODE.search(context))
+            context_typed = bool(_PATH.search(context) or _CODE.search(context)) or bool(
+                expected.beside[0]) and holds_typed(expected, context, frozen)  # "# Maya Lindqvist"
         else:
             context_typed = False
         page = property_lines(props(h), every=True) if props is not None else []

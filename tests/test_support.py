@@ -1601,3 +1601,25 @@ def test_a_quantity_per_unit_of_time_is_answered_by_a_rate() -> None:
     assert holds_typed(monthly, "Dropbox: €12/mo.", frozenset())
     assert not holds_typed(monthly, "We paid €144 a year for Dropbox.", frozenset())
     assert answer_type("How many people came to the party?").per == ""
+
+
+def test_a_part_of_a_persons_name_is_the_name_written_next_to_theirs(make_kb: Any) -> None:
+    """"What is Maya's surname?" against a note that calls her Maya and names her employer:
+    only a name right after hers answers ("Maya Lindqvist"), or her note's title."""
+    surname = answer_type("What is Maya's surname?")
+    assert surname.kind == NAME and surname.beside == ("maya", "after")
+    assert answer_type("What's Mr. Okafor's first name?").beside == ("okafor", "before")
+    assert answer_type("What is Maya's full name?").beside == ("maya", "either")
+    assert answer_type("What is my dentist's name?").beside == ("", "")
+    asked = frozenset({"maya", "surname"})
+    assert not holds_typed(surname, "She works as a landscape architect at Buro Groen.", asked)
+    assert holds_typed(surname, "Climbing with Maya Lindqvist on Thursdays.", asked)
+    first = answer_type("What's Mr. Okafor's first name?")
+    assert not holds_typed(first, "Mr Okafor fixed the boiler.", frozenset({"okafor"}))
+    assert holds_typed(first, "Daniel Okafor fixed the boiler.", frozenset({"okafor"}))
+    note = "# {title}\n\nWorks as a landscape architect at Buro Groen in Utrecht. We climb on Thursdays.\n"
+    for title, answered in (("Maya", False), ("Maya Lindqvist", True)):
+        kb = make_kb({**COFFEE, f"people/{title}.md": note.format(title=title)}, name=f"maya-{answered}")
+        kb.sync()
+        support, x = support_of(kb, "What is Maya's surname?")
+        assert (x[FEATURES.index("typed_missing")] == 0.0) == answered, title
