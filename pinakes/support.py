@@ -1092,22 +1092,27 @@ def _writers_own(sent: str, names: set[str]) -> bool:
     return not (words & names or words & _RELATIONS)
 
 
+def _bare(word: str) -> str:
+    """``word`` in lower case, without a possessive "'s" ("Idris's" is "idris")."""
+    return re.sub(r"['’]s$", "", word.lower())
+
+
 def _written(sent: str) -> set[str]:
-    """The words of ``sent`` in lower case, without a possessive "'s" ("Idris's" is "idris")."""
-    return {re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(sent)}
+    """The words of ``sent``, each :func:`_bare`."""
+    return {_bare(w) for w in _WORD.findall(sent)}
 
 
 #: A name after "at": "my manager *at Lumenfield*", "what did I buy *at Target*". Only "at" (a
 #: workplace, a shop, a venue): "in" nests places ("Where did we stay in Lisbon?" is
 #: answered by "staying at Casa do Limoeiro in Alfama").
 _AT_NAME = re.compile(r"\bat\s+([A-Z][\w'’&\-]*)")
+#: Capitalised after "at" and no name: a date ("at Easter", "on Friday"), a sentence's "At the".
+_NOT_NAMES = _MONTHS | _DAYS | _SEASONS | STOPWORDS
 
 
 def _at_names(query: str) -> list[str]:
-    """The names the question puts after "at", in lower case; not a date ("at Easter")."""
-    return [w for m in _AT_NAME.finditer(query)
-            if (w := re.sub(r"['’]s$", "", m.group(1).lower())) not in _MONTHS and w not in _DAYS
-            and w not in _SEASONS]
+    """The names the question puts after "at", in lower case."""
+    return [w for m in _AT_NAME.finditer(query) if (w := _bare(m.group(1))) not in _NOT_NAMES]
 
 
 def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
@@ -1116,11 +1121,8 @@ def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
     place: the near miss a memory benchmark builds by swapping a name."""
     if any(name in _written(sent) for name in names):
         return False
-    for m in _AT_NAME.finditer(sent):
-        other = re.sub(r"['’]s$", "", m.group(1).lower())
-        if other not in asked and other not in _MONTHS and other not in _DAYS and other not in STOPWORDS:
-            return True
-    return False
+    return any((other := _bare(m.group(1))) not in asked and other not in _NOT_NAMES
+               for m in _AT_NAME.finditer(sent))
 
 
 def _names_any(sent: str, names: set[str]) -> bool:
@@ -1237,7 +1239,7 @@ def _without_properties(text: str, props: Sequence[str]) -> str:
     return text if len(kept) == len(lines) else "\n".join(kept)
 
 
-def note_dated(conn: Any, path: str) -> bool:
+def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None) -> bool:
     """Is the note at ``path`` dated by its file name or its front matter (``date:``)?
 
     A journal day or a chat session dates what it tells ("I bought the camera."),
@@ -1245,11 +1247,12 @@ def note_dated(conn: Any, path: str) -> bool:
     shows the date in no sentence. A file name is read as the journal dialects
     name their days (:func:`pinakes.dialects.date_key`: Logseq's ``2023_01_01``,
     Roam's ``January 1st, 2023``) as well as by a day or month inside it
-    (``2024-02-19-session-02``).
+    (``2024-02-19-session-02``). ``front_matter``: the note's, when the caller holds it
+    already (:func:`note_properties`), which saves the query.
     """
     if _PATH_DAY.search(path) or date_key(strip_suffix(path).rsplit("/", 1)[-1]):
         return True
-    meta = note_properties(conn, path)
+    meta = note_properties(conn, path) if front_matter is None else front_matter
     return any(holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
 
 
@@ -1820,7 +1823,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     speakers = frozenset(m.group(1).split()[0].lower() for h in top for m in _TURN.finditer(h.text)
                          ) if "many" in query.lower() else frozenset()
     expected, typed, near_terms, answer_at = typed_gap(query, top, terms, idf, patterns,
-                                                       dated=lambda h: note_dated(conn, h.path),
+                                                       dated=lambda h: note_dated(conn, h.path, props(h)),
                                                        speakers=speakers, props=props)
     kind = expected.kind
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
