@@ -1239,6 +1239,23 @@ def _without_properties(text: str, props: Sequence[str]) -> str:
     return text if len(kept) == len(lines) else "\n".join(kept)
 
 
+_NOTION_ID = re.compile(r"\s[0-9a-f]{32}$")
+
+
+def _note_is_a(hit: Any, noun: str, props: Callable[[Any], dict[str, Any]] | None) -> bool:
+    """Is the hit's note an instance of ``noun`` (singular, lower case)? It sits in a folder
+    named for the kind ("Clients/", Notion's "Clients 1e96…/"), its title says so ("Client:
+    Museum Kanaalhuis"), or its ``type`` / ``category`` property does."""
+    folders = hit.path.split("/")[:-1]
+    if any(_singular(_NOTION_ID.sub("", f).lower().replace("-", " ").replace("_", " ").strip()) == noun
+           for f in folders):
+        return True
+    if hit.title.lower().startswith(noun + ":"):
+        return True
+    front = props(hit) if props is not None else {}
+    return any(str(front.get(k, "")).strip().lower() in (noun, noun + "s") for k in ("type", "category"))
+
+
 def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None) -> bool:
     """Is the note at ``path`` dated by its file name or its front matter (``date:``)?
 
@@ -1377,6 +1394,11 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # "my accountant's name" is not found in a sentence that only says "name".
     kind_noun = kind_word(query)
     idf = {t: 0.0 if t == kind_noun else v for t, v in idf.items()}
+    # "Which client's invoices ...?": a note that is a client (in a "Clients" folder, titled
+    # "Client: Museum Kanaalhuis", typed "client") answers with its own name.
+    owner = re.match(r"\s*(?:which|what)\s+([a-z][\w\-]*)['’]s\b", query.lower())  # "which client's"
+    noun = owner.group(1) if owner else wh_noun(query)
+    instance = _singular(noun) if noun and re.match(r"\s*(?:which|what)\b", query.lower()) else None
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
     # Per hit: its sentences, whether its context is typed, each sentence's paragraph and turn.
@@ -1391,7 +1413,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context)) or bool(
-                expected.beside[0]) and holds_typed(expected, context, frozen)  # "# Maya Lindqvist"
+                expected.beside[0]) and holds_typed(expected, context, frozen) or (  # "# Maya Lindqvist"
+                instance is not None and kind == NAME and _note_is_a(h, instance, props))
         else:
             context_typed = False
         page = property_lines(props(h), every=True) if props is not None else []

@@ -1623,3 +1623,23 @@ def test_a_part_of_a_persons_name_is_the_name_written_next_to_theirs(make_kb: An
         kb.sync()
         support, x = support_of(kb, "What is Maya's surname?")
         assert (x[FEATURES.index("typed_missing")] == 0.0) == answered, title
+
+
+@pytest.mark.parametrize("form", ["folder", "title", "type", "none"])
+def test_a_note_that_is_the_asked_kind_answers_with_its_own_name(make_kb: Any, form: str) -> None:
+    """"Which client's invoices have to quote the reference KH-2024-07?" against a client's
+    note that says "Every invoice quotes the tender reference KH-2024-07.": the note is a
+    client (its folder, its title or its type says so), and its name is the answer."""
+    body = ("A city museum about life along the canals.\n\n## Invoicing\n\n"
+            "Every invoice quotes the tender reference KH-2024-07. Payment within 30 days.\n")
+    path, text = {
+        "folder": ("Clients/Museum Kanaalhuis.md", "# Museum Kanaalhuis\n\n" + body),
+        "title": ("crm/kanaalhuis.md", "# Client: Museum Kanaalhuis\n\n" + body),
+        "type": ("crm/kanaalhuis.md", "---\ntype: client\n---\n# Museum Kanaalhuis\n\n" + body),
+        "none": ("crm/kanaalhuis.md", "# Museum Kanaalhuis\n\n" + body),
+    }[form]
+    kb = make_kb({**COFFEE, path: text}, name=f"client-{form}")
+    kb.sync()
+    support, x = support_of(kb, "Which client's invoices have to quote the reference KH-2024-07?")
+    assert support.expects == NAME
+    assert (x[FEATURES.index("typed_missing")] == 0.0) == (form != "none"), form
