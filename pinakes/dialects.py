@@ -41,6 +41,7 @@ __all__ = [
     "fold",
     "hierarchy_parent",
     "is_attachment",
+    "NOTION_ID",
     "link_form",
     "lookup_name",
     "page_ref",
@@ -51,6 +52,10 @@ __all__ = [
 ]
 
 DOC_SUFFIXES = (".md", ".markdown")
+
+#: A Notion export names each page's file (and its subpages' folder) after its title, a space
+#: and the page's 32-digit hex id: "Clients 1e969a758672a64dfea579f174b610e0".
+NOTION_ID = re.compile(r"(?:^|\s)[0-9a-f]{32}$")
 
 #: File types a wikilink or embed can name that are not notes: attachments, never links.
 ATTACHMENT_SUFFIXES = frozenset(

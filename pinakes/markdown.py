@@ -36,7 +36,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
-from .dialects import is_attachment, page_ref
+from .dialects import NOTION_ID, is_attachment, page_ref
 from .text import content_words
 
 __all__ = ["Chunk", "Heading", "Link", "ParsedDocument", "parse_markdown"]
@@ -141,7 +141,7 @@ def parse_markdown(
         property_links = _front_matter_links(front_matter, structure.front_matter.content)
     else:
         front_matter, property_links, own_lines = _page_properties(lines, structure)
-        if not front_matter and NOTION_PAGE.search(name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
+        if not front_matter and NOTION_ID.search(name.rsplit("/", 1)[-1].rsplit(".", 1)[0]):
             front_matter, property_links = _notion_properties(lines, structure)
 
     title: str | None = None
@@ -490,8 +490,6 @@ def _page_properties(lines: list[str], structure: _Structure
     return props, links[:_MAX_PROPERTY_LINKS], own
 
 
-#: A Notion export names each page's file after its title and its 32-digit hex id.
-NOTION_PAGE = re.compile(r"(?:^|\s)[0-9a-f]{32}$")
 #: A Notion property line: "Decided by: Lotte Vanhaecke", "Tags: meetings, ways of working".
 _NOTION_PROPERTY = re.compile(r"^([^\W_][^:\n]{0,39}?):[ \t]+(\S.*?)\s*$")
 #: A relation in a property's value: the page's title, then its relative path in brackets,

@@ -121,7 +121,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .dialects import date_key, doc_aliases, strip_suffix
+from .dialects import NOTION_ID, date_key, doc_aliases, strip_suffix
 from .text import (
     HOW_DIMENSION_RE,
     NAME_TOKEN_RE,
@@ -1239,15 +1239,12 @@ def _without_properties(text: str, props: Sequence[str]) -> str:
     return text if len(kept) == len(lines) else "\n".join(kept)
 
 
-_NOTION_ID = re.compile(r"\s[0-9a-f]{32}$")
-
-
 def _note_is_a(hit: Any, noun: str, props: Callable[[Any], dict[str, Any]] | None) -> bool:
     """Is the hit's note an instance of ``noun`` (singular, lower case)? It sits in a folder
     named for the kind ("Clients/", Notion's "Clients 1e96…/"), its title says so ("Client:
     Museum Kanaalhuis"), or its ``type`` / ``category`` property does."""
-    folders = hit.path.split("/")[:-1]
-    if any(_singular(_NOTION_ID.sub("", f).lower().replace("-", " ").replace("_", " ").strip()) == noun
+    folders = str(getattr(hit, "path", "")).split("/")[:-1]
+    if any(_singular(NOTION_ID.sub("", f).lower().replace("-", " ").replace("_", " ").strip()) == noun
            for f in folders):
         return True
     if hit.title.lower().startswith(noun + ":"):
