@@ -1398,9 +1398,17 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     instance = _singular(noun) if noun and re.match(r"\s*(?:which|what)\b", query.lower()) else None
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds
-    # Per hit: its sentences, whether its context is typed, each sentence's paragraph and turn.
-    per_hit: list[tuple[list[str], bool, list[int], list[tuple[str, int] | None]]] = []
-    best_all, best_terms = 0.0, set()
+    # Per hit (and per note's properties): its sentences, whether its context is typed, each
+    # sentence's paragraph and turn, each paragraph's parent item.
+    per_hit: list[tuple[list[str], bool, list[int], list[tuple[str, int] | None], list[int | None]]] = []
+
+    def score(i: int, got: set[str]) -> float:
+        """Record sentence ``i`` of the last entry of ``per_hit`` as holding ``got``; its share."""
+        share = sum(idf.get(t, 0.0) for t in got) / mass
+        scored.append((share, len(per_hit) - 1, i))
+        matched[len(per_hit) - 1, i] = got
+        return share
+
     best_own, own_terms = 0.0, set()
     for h in hits:
         context = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}")
@@ -1425,11 +1433,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             got = {t for t in terms if patterns[t].search(sent)} | in_context
             if turn[i] is not None:
                 got |= labels[turn[i][0]]
-            share = sum(idf.get(t, 0.0) for t in got) / mass
-            scored.append((share, len(per_hit) - 1, i))
-            matched[len(per_hit) - 1, i] = got
-            if share > best_all:
-                best_all, best_terms = share, got
+            share = score(i, got)
             if about_asker and share > best_own and _own_statement(sent):
                 best_own, own_terms = share, got
     # A note's properties ("decided by: Lotte Vanhaecke") are read once per note, each line on
@@ -1449,14 +1453,11 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         props_at.add(len(per_hit) - 1)
         for i, line in enumerate(lines):
             own = {t for t in terms if patterns[t].search(line)}
-            if not own:
-                continue
-            got = own | in_context
-            share = sum(idf.get(t, 0.0) for t in got) / mass
-            scored.append((share, len(per_hit) - 1, i))
-            matched[len(per_hit) - 1, i] = got
-            if share > best_all:
-                best_all, best_terms = share, got
+            if own:
+                score(i, own | in_context)
+    # The best match: the first sentence with the largest share (none when nothing matches).
+    top = max(scored, default=(0.0, -1, -1), key=lambda x: x[0])
+    best_all, best_terms = (top[0], matched[top[1], top[2]]) if top[0] > 0.0 else (0.0, set())
     if best_own > 0.0:
         # A question about the asker is answered where the notes speak for the asker. In a
         # chat log the assistant's advice repeats the question's words ("keep taking the
