@@ -370,7 +370,7 @@ NEIGHBOUR_CREDIT = 0.5
 #: operations."), whose subject the item's next sentences leave out ("Handles print orders").
 LABEL_WORDS = 6
 
-_AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|must|may|might)"
+_AUX = r"(?:am|is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|must|may|might)"
 #: Words that may precede a wh-word at the head of its clause ("in which city", "roughly how").
 _LEAD = frozenset("and or but so then roughly approximately about exactly just in on at for "
                   "from to by with of since until during into".split())
@@ -1021,8 +1021,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
-        if low in _MONTHS or low in _DAYS:
-            continue  # "in September", "on Friday": a date, not the name a question asks for
+        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS:
+            continue  # "in September", "on Fridays": a date, not the name a question asks for
         if w in _TASK_MARKERS:
             continue  # "TODO book the hotel": an outliner's task state
         if w.isupper() and _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()):
@@ -1056,9 +1056,10 @@ _AFTER_NUMBER = re.compile(r"\d\s?$")
 
 
 def _after_stop(text: str, pos: int) -> bool:
-    """Does the word at ``pos`` open a sentence (only spaces, quotes, brackets since a stop)?"""
+    """Does the word at ``pos`` open a sentence (only spaces, quotes, brackets, a heading's or a
+    quote's marker since a stop: "## Hiring: an intern", "> Note that ...")?"""
     j = pos - 1
-    while j >= 0 and (text[j].isspace() or text[j] in "\"'([*_"):
+    while j >= 0 and (text[j].isspace() or text[j] in "\"'([*_#>"):
         j -= 1
     if j < 0 or text[j] in ".!?:":
         return True
@@ -1107,7 +1108,7 @@ def _written(sent: str) -> set[str]:
 #: answered by "staying at Casa do Limoeiro in Alfama").
 _AT_NAME = re.compile(r"\bat\s+([A-Z][\w'’&\-]*)")
 #: Capitalised after "at" and no name: a date ("at Easter", "on Friday"), a sentence's "At the".
-_NOT_NAMES = _MONTHS | _DAYS | _SEASONS | STOPWORDS
+_NOT_NAMES = _MONTHS | _DAYS | _WEEKDAYS | _SEASONS | STOPWORDS
 
 
 def _at_names(query: str) -> list[str]:
@@ -1123,6 +1124,34 @@ def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
         return False
     return any((other := _bare(m.group(1))) not in asked and other not in _NOT_NAMES
                for m in _AT_NAME.finditer(sent))
+
+
+#: "a hotel", "an affordable intern", "another dentist": the determiners of a thing not named.
+_INDEFINITE = r"\b(?:a|an|another|some|any)\s+(?:[a-z][\w\-]*\s+){0,2}?"
+#: "Scandic, a hotel by the harbour", "Ana as an intern", "X is a hotel": a name tied to it.
+_TIED_BEFORE = re.compile(r"(?:[,(:\u2014\u2013]|\b(?:is|was|as))\s*$")
+_TIED_AFTER = re.compile(r"\s*(?:[,(:\u2014\u2013]|\b(?:called|named)\b)")
+
+
+def _unnamed_instance(sent: str, noun: str) -> bool:
+    """Does ``sent`` speak of the asked thing only as *a* thing, with no name tied to it?
+
+    "Which hotel am I staying at?" against "two nights at Maya's, then two nights in a
+    hotel in town", "Which intern did we hire?" against "Lotte wants an intern": the
+    sentence says such a thing exists, and its names are somebody else's. A name tied to
+    the noun ("Scandic, a hotel by the harbour", "a hotel called Scandic", "Ana as an
+    intern") still answers, as does any mention with "the" or none ("the Scandic hotel").
+    """
+    seen = False
+    for m in re.finditer(rf"\b{re.escape(noun)}(?:s|es)?\b", sent, re.IGNORECASE):
+        before = sent[:m.start()]
+        det = re.search(_INDEFINITE + r"$", before, re.IGNORECASE)
+        if det is None or det.group(0)[:1].isupper() and det.start() > 0:
+            return False  # "the hotel", "Scandic hotel", "our hotel": no unnamed one
+        if _TIED_BEFORE.search(before[:det.start()]) or _TIED_AFTER.match(sent, m.end()):
+            return False
+        seen = True
+    return seen
 
 
 def _names_any(sent: str, names: set[str]) -> bool:
@@ -1496,6 +1525,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or others and labels[hi][si] not in others and _writers_own(sent, others)
                 or relay and labels[hi][si] in ASSISTANT_LABELS and not _names_any(sent, others)
                 or at_names and _swapped(sent, at_names, frozen)
+                or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 
@@ -1830,7 +1860,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         written.setdefault(low, word)
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
-        if low in _MONTHS or low in _DAYS or word == low and _NUMERONYM.fullmatch(word):
+        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or word == low and _NUMERONYM.fullmatch(word):
             # "in March": notes date things many ways ("2024-03-14"); "seq2seq", "k8s":
             # shorthand the notes may write out in full. Neither is a name.
             continue

@@ -34,6 +34,7 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
+    _unnamed_instance,
     _without_properties,
     answer_type,
     asked_deed,
@@ -1643,3 +1644,51 @@ def test_a_note_that_is_the_asked_kind_answers_with_its_own_name(make_kb: Any, f
     support, x = support_of(kb, "Which client's invoices have to quote the reference KH-2024-07?")
     assert support.expects == NAME
     assert (x[FEATURES.index("typed_missing")] == 0.0) == (form != "none"), form
+
+
+def test_a_thing_spoken_of_as_a_thing_is_not_named() -> None:
+    """"Which intern did we hire?" against "Lotte wants an intern": the sentence says such a
+    thing is wanted, and its name is the one who wants it; a name tied to the noun answers."""
+    assert _unnamed_instance("Lotte wants an intern from September to January.", "intern")
+    assert _unnamed_instance("Two nights at Maya's, then two nights in a cheap hotel in town.", "hotel")
+    assert not _unnamed_instance("We hired Ana Ruiz as an intern.", "intern")
+    assert not _unnamed_instance("We stay at Scandic, a hotel by the harbour.", "hotel")
+    assert not _unnamed_instance("Booked a hotel called Scandic Ishavshotel.", "hotel")
+    assert not _unnamed_instance("Booked the Scandic hotel for two nights.", "hotel")
+    assert not _unnamed_instance("Lotte met the intern, and an intern from Ghent.", "intern")
+    assert not _unnamed_instance("Lotte wants to grow the team.", "intern")  # no intern at all
+    assert wh_noun("Which hotel am I staying at in Tromsø?") == "hotel"
+    # A heading's or a quote's marker opens its line as a stop does: "Hiring" is no name.
+    assert not holds_typed(NAME, "## Hiring: an intern for the autumn", frozenset())
+    assert not holds_typed(NAME, "> Posted on the job boards", frozenset())
+    assert holds_typed(NAME, "## Hiring with Lotte", frozenset())
+
+
+INTERN_NOTES = {
+    "meetings/2024-05-06.md": """# Weekly sync 2024-05-06
+
+        ## Hiring
+
+        Lotte wants an intern for the autumn, three days a week, mainly for production
+        work on Paper Rivers. She posts the ad on the job boards of the design schools.
+        """,
+}
+
+
+def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any) -> None:
+    """"Which intern did we hire for the autumn?" abstains while the notes only want one, and
+    is answered once they name her; "the contact nurse changes them on Mondays" names no one."""
+    notes = {p: textwrap.dedent(t) for p, t in INTERN_NOTES.items()}
+    kb = make_kb({**COFFEE, **notes}, name="intern-wanted")
+    kb.sync()
+    wanted, x = support_of(kb, "Which intern did we hire for the autumn?")
+    assert wanted.expects == NAME and wanted.answer_at is None
+    assert x[FEATURES.index("typed_missing")] > 0.0
+    hired = {p: t.replace("design schools.", "design schools. We hired Ana Ruiz as an intern.")
+             for p, t in notes.items()}
+    kb2 = make_kb({**COFFEE, **hired}, name="intern-hired")
+    kb2.sync()
+    named, x = support_of(kb2, "Which intern did we hire for the autumn?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
+    assert not holds_typed(NAME, "the contact nurse changes them on Mondays", frozenset())
+    assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
