@@ -342,6 +342,9 @@ class Expected:
     #: Lindqvist"), after it for a surname, before it for a first name, either side for
     #: a full name: (her name in lower case, "after" / "before" / "either").
     beside: tuple[str, str] = ("", "")
+    #: "What is Maya's new address?": only a street address answers ("Storgata 14", "12 Elm
+    #: Street"), not any place ("got the job at Ishavsfysio"); "email" for an email address.
+    address: str = ""
 
     @property
     def what(self) -> str | None:
@@ -854,6 +857,13 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     head = _content(words)
     if head and head[-1] in _MONEY_NOUNS and expected.kind == QUANTITY:
         return replace(expected, units=MONEY_UNITS, money=True)
+    if head and head[-1] == "address" and expected.kind == PLACE:
+        # "my new address", "her home address": a street's; "his email address": an email's.
+        # Other addresses ("the IP address", "a web address") are not read.
+        before = head[-2] if len(head) > 1 else ""
+        kind = "email" if before in ("email", "e-mail", "mail") else "street" if (
+            before in ("", "new", "old", "home", "postal", "street", "mailing", "current", "full")) else ""
+        return replace(expected, address=kind)
     if not head or head[-1] not in ("time", "times"):
         return expected
     if expected.kind == QUANTITY:
@@ -1002,6 +1012,10 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
                    for w in _TOKEN.findall(text.lower()) for part in w.split("-"))
     if expected.beside[0]:
         return _next_to(text, *expected.beside, asked)
+    if expected.address == "email":
+        return any(m.group(0).lower() not in asked for m in _EMAIL.finditer(text))
+    if expected.address:
+        return bool(_STREET.search(text))
     # A name or a place: a capitalised word past a sentence's first, a mixed-case or
     # letters-and-digits token, a code span or a path that the question does not contain.
     if any(m.group(0).lower() not in asked for m in _PATH.finditer(text)):
@@ -1034,6 +1048,18 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     return False
 
 
+#: An email address.
+_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+#: A street address: "12 Elm Street", "Elm St", "Storgata 14", "Brouwerskaai 12", "rue de
+#: Rivoli 8", a British or a Dutch postcode.
+_STREET = re.compile(
+    r"\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][\w\-']*\s+){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Way|Drive"
+    r"|Dr|Boulevard|Blvd|Place|Pl|Square|Sq|Court|Ct|Terrace|Close|Crescent|Row|Parkway)\b"
+    r"|\b[A-Z][\w\-']*\s+(?:Street|Road|Avenue|Lane|Drive|Boulevard|Terrace|Crescent)\b"
+    r"|\b[A-ZÄÖÜÅØÆ][\w\-']*(?:gatan|gata|gate|vägen|väg|veien|vegen|vej|gade|gränd|straat|strasse|straße"
+    r"|stra\u00dfe|weg|laan|plein|kaai|kade|gracht|gasse|allee|platz|ring)\b(?:\s+\d{1,4}[a-zA-Z]?\b)?"
+    r"|\b(?:[Rr]ue|[Vv]ia|[Cc]alle|[Rr]ua|[Aa]venida|[Pp]iazza|[Pp]laza|[Cc]arrer)\s+(?:\w+\s+){0,2}?[A-Z][\w\-']*"
+    r"|\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b|\b\d{4}\s?[A-Z]{2}\b")
 #: The task states outliners (Logseq, org-mode) write before a block: no names.
 _TASK_MARKERS = frozenset("TODO DOING DONE LATER NOW WAITING CANCELED CANCELLED".split())
 #: A title before a name, no part of it: "Mr Okafor", "Dr Ek".
@@ -1152,6 +1178,19 @@ def _unnamed_instance(sent: str, noun: str) -> bool:
             return False
         seen = True
     return seen
+
+
+#: A sentence told of somebody else's kin or acquaintance: "her partner Elias stays ...",
+#: "his old boss ...".
+_THIRD_OPENS = re.compile(r"^\W*(?:[Hh]is|[Hh]er|[Tt]heir)\s+([a-z][\w\-]*)(?:\s+([a-z][\w\-]*))?")
+
+
+def _of_another(sent: str) -> bool:
+    """Is ``sent`` told of somebody else's kin, with no word for the writer ("her partner
+    Elias stays in Göteborg")? A question about the asker ("Which hotel am I staying at?")
+    is not answered by it."""
+    m = _THIRD_OPENS.search(sent)
+    return m is not None and bool(_RELATIONS.intersection(m.groups())) and not _ASKER.search(sent)
 
 
 def _names_any(sent: str, names: set[str]) -> bool:
@@ -1525,6 +1564,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or others and labels[hi][si] not in others and _writers_own(sent, others)
                 or relay and labels[hi][si] in ASSISTANT_LABELS and not _names_any(sent, others)
                 or at_names and _swapped(sent, at_names, frozen)
+                or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]

@@ -1692,3 +1692,40 @@ def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any
     assert x[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
     assert not holds_typed(NAME, "the contact nurse changes them on Mondays", frozenset())
     assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
+
+
+def test_a_sentence_about_someone_elses_kin_does_not_answer_for_the_asker() -> None:
+    """"Which hotel am I staying at in Tromsø?" against "her partner Elias stays in Göteborg":
+    the sentence is told of Maya's partner, so its names are no answer about the asker."""
+    question = "Which hotel am I staying at in Tromsø?"
+    terms = ["hotel", "stay", "tromsø"]
+    patterns = {t: term_pattern(t) for t in terms}
+    hit = SimpleNamespace(title="Tromsø trip", heading_path=[], path="pages/Tromsø trip.md",
+                          text="- her partner Elias stays in Göteborg until his contract ends")
+    assert typed_gap(question, [hit], terms, {t: 1.0 for t in terms}, patterns)[1] > 0.3
+    hit.text = "- I stay at Scandic Ishavshotel, two nights"
+    assert typed_gap(question, [hit], terms, {t: 1.0 for t in terms}, patterns)[1] == 0.0
+    hit.text = "- her partner Elias had us stay at Scandic Ishavshotel"  # "us": the writer too
+    assert typed_gap(question, [hit], terms, {t: 1.0 for t in terms}, patterns)[1] == 0.0
+    # A question about somebody else is read as before.
+    other = "Where does Maya's partner stay?"
+    hit.text = "- her partner Elias stays in Göteborg until his contract ends"
+    assert typed_gap(other, [hit], ["partner", "stay"], {"partner": 1.0, "stay": 1.0},
+                     {t: term_pattern(t) for t in ("partner", "stay")})[1] == 0.0
+
+
+def test_an_address_is_answered_by_a_street_not_by_any_place() -> None:
+    """"What is Maya's new address?" wants a street address; "got the job at Ishavsfysio"
+    names a place, not where she lives. An email address wants an "@"."""
+    street = answer_type("What is Maya's new address in Tromsø?")
+    assert street.kind == PLACE and street.address == "street"
+    assert not holds_typed(street, "got the job at Ishavsfysio (sports physio clinic)", frozenset())
+    for text in ("she moved to Storgata 14, 9008 Tromsø", "lives at 12 Elm Street now",
+                 "new flat on Skippergata", "Brouwerskaai 12, Gent", "8 rue de Rivoli",
+                 "10 Downing St", "post goes to SW1A 2AA"):
+        assert holds_typed(street, text, frozenset()), text
+    email = answer_type("What is Emre's email address?")
+    assert email.address == "email"
+    assert holds_typed(email, "write to emre@kwast.studio", frozenset())
+    assert not holds_typed(email, "Emre lives at Brouwerskaai 12", frozenset())
+    assert answer_type("What is the IP address of the NAS?").address == ""
