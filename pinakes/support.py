@@ -123,6 +123,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dialects import NOTION_ID, date_key, doc_aliases, strip_suffix
 from .text import (
+    DIMENSIONS,
     HOW_DIMENSION_RE,
     NAME_TOKEN_RE,
     STOPWORDS,
@@ -618,6 +619,17 @@ def kind_word(query: str) -> str | None:
         if head and (_noun_kind(head) is not None or head[-1] in _PARTITIVE):
             return head[-1]
     return None
+
+
+#: "how long is the salt", "how old was my car": the dimension asked of a thing, and the thing.
+_MEASURED = re.compile(r"how\s+(?:" + "|".join(DIMENSIONS) + r")\s+(?:is|are|was|were)\s+"
+                       r"(?:(?:the|my|your|our|his|her|their|its|a|an)\s+)?([a-z][\w\-]*)")
+
+
+def measured(query: str) -> str | None:
+    """The thing a "how long / big / old ... is the X" question measures: its first word."""
+    m = _MEASURED.search(_normal(query))
+    return m.group(1) if m and m.group(1) not in STOPWORDS else None
 
 
 def wh_noun(query: str) -> str | None:
@@ -1943,6 +1955,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
         if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
             typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None
+    # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer
+    # token stands in for an asked verb (below), never for the thing that is measured.
+    subject = measured(query)
+    if kind is not None and subject in patterns and subject in asked and subject not in anywhere:
+        typed, answer_at = max(typed, idf[subject] / mass), None
     if kind is not None:
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
         # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the

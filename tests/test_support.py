@@ -43,6 +43,7 @@ from pinakes.support import (
     holds_typed,
     kind_word,
     known_names,
+    measured,
     outline,
     property_lines,
     sentence_turns,
@@ -1729,3 +1730,33 @@ def test_an_address_is_answered_by_a_street_not_by_any_place() -> None:
     assert holds_typed(email, "write to emre@kwast.studio", frozenset())
     assert not holds_typed(email, "Emre lives at Brouwerskaai 12", frozenset())
     assert answer_type("What is the IP address of the NAS?").address == ""
+
+
+TERN_CRYPTO = {
+    "docs/encryption.md": """# Encryption
+
+        On the first push to a new vault tern asks for a passphrase. It must be at least 12
+        characters long; tern derives a key from your passphrase with Argon2id.
+        """,
+}
+
+
+def test_the_measured_thing_must_be_in_the_notes(make_kb: Any) -> None:
+    """"How long is the salt tern uses when it derives a key from my passphrase?" against a
+    page that never says "salt": "at least 12 characters long" measures the passphrase. The
+    number stands in for a missing verb, never for the thing measured."""
+    assert measured("How long is the salt tern uses?") == "salt"
+    assert measured("How old was my car when I sold it?") == "car"
+    assert measured("How many days are left?") is None
+    question = "How long is the salt tern uses when it derives a key from my passphrase?"
+    kb = make_kb({**COFFEE, **TERN_CRYPTO}, name="tern-no-salt")
+    kb.sync()
+    missing, x = support_of(kb, question)
+    assert missing.expects == QUANTITY and missing.answer_at is None
+    assert x[FEATURES.index("typed_missing")] > 0.2
+    told = {p: t.replace("with Argon2id.", "with Argon2id and a salt 16 bytes long.")
+            for p, t in TERN_CRYPTO.items()}
+    kb2 = make_kb({**COFFEE, **told}, name="tern-salt")
+    kb2.sync()
+    found, x = support_of(kb2, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
