@@ -346,6 +346,9 @@ class Expected:
     #: "What is Maya's new address?": only a street address answers ("Storgata 14", "12 Elm
     #: Street"), not any place ("got the job at Ishavsfysio"); "email" for an email address.
     address: str = ""
+    #: "What is my flight number?": an identifier answers ("SK 4411", "14C", "+46 31 12 34
+    #: 56"), not a time, an amount or a measure ("leaves 07:10", "3 280 kr", "8 kg").
+    identifier: bool = False
 
     @property
     def what(self) -> str | None:
@@ -869,6 +872,9 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     head = _content(words)
     if head and head[-1] in _MONEY_NOUNS and expected.kind == QUANTITY:
         return replace(expected, units=MONEY_UNITS, money=True)
+    if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "code", "id")
+            and expected.kind == QUANTITY):
+        return replace(expected, identifier=True)
     if head and head[-1] == "address" and expected.kind == PLACE:
         # "my new address", "her home address": a street's; "his email address": an email's.
         # Other addresses ("the IP address", "a web address") are not read.
@@ -943,6 +949,35 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
              for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()], parents)
 
 
+#: What a number's identifier is of: "my flight number", "the vet's phone number".
+_ID_NOUNS = frozenset("""phone mobile cell telephone fax flight account order tracking reference
+    confirmation booking reservation seat room house apartment flat passport policy serial ticket
+    membership member customer invoice table gate platform licence license plate registration
+    case claim patient student employee pin iban card insurance tax vat""".split())
+#: The words a number is a measure or an amount in, when they follow it.
+_MEASURE_WORDS = frozenset(
+    [u for key, forms in _UNITS.items() for u in (key, *forms)] + [*MONEY_UNITS, *DURATION_UNITS]
+    + "am pm a.m. p.m. people persons times x percent".split())
+
+
+def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
+    """Does ``text`` hold a number that may be an identifier: not a clock reading, a year, an
+    amount of money or a measure ("leaves 07:10", "in 2024", "3 280 kr", "8 kg")?"""
+    text = re.sub(r"(?<=\d)[ \u00a0\u202f](?=\d{3}\b)", "", text)  # "3 280 kr": one number
+    for m in _NUMBER.finditer(text):
+        tok = m.group(0).strip().lower()
+        if tok in asked or tok[:1] in "$£€+-" and not tok[1:2].isdigit() or tok.endswith("%"):
+            continue
+        if re.fullmatch(r"\d{1,2}[:.]\d\d(?:[:.]\d\d)?|(?:19|20)\d\d", tok) or tok[:1] in "$£€":
+            continue
+        suffix = re.sub(r"^[-+]?\d+(?:[.,:]\d+)*\s?", "", tok)
+        after = re.match(r"\s*([^\W\d]+\.?|[%°£$€])", text[m.end():m.end() + 16].lower())
+        if suffix in _MEASURE_WORDS or after and after.group(1).rstrip(".") in _MEASURE_WORDS:
+            continue
+        return True
+    return False
+
+
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a token that could answer what ``expected`` says (or a bare kind)?
 
@@ -955,6 +990,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
+    if kind == QUANTITY and expected.identifier:
+        return _holds_identifier(_DATED_NUMBER.sub(" ", text), asked)
     if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
         return False  # "per week": "Long run: 28 km" is one run's, not a week's
     if kind == QUANTITY:

@@ -1760,3 +1760,19 @@ def test_the_measured_thing_must_be_in_the_notes(make_kb: Any) -> None:
     kb2.sync()
     found, x = support_of(kb2, question)
     assert x[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
+
+
+def test_an_identifier_is_no_time_amount_or_measure() -> None:
+    """"What is my flight number to Tromsø?" against "leaves 07:10, lands 11:45" and "3 280 kr
+    return (8 kg!)": times, an amount and a weight, none of them a flight's number."""
+    flight = answer_type("What is my flight number to Tromsø?")
+    assert flight.kind == QUANTITY and flight.identifier
+    assert answer_type("What is the vet's phone number?").identifier
+    assert not answer_type("What is the total number of users?").identifier
+    asked = frozenset({"flight", "number", "tromsø"})
+    for text in ("out: SAS, Göteborg → Oslo → Tromsø, 19 Sept, leaves 07:10, lands 11:45",
+                 "3 280 kr return, hand luggage only (8 kg!)", "booked in 2024", "it cost $40",
+                 "a 40% discount", "the ride takes 50 min"):
+        assert not holds_typed(flight, text, asked), text
+    for text in ("flight SK 4411, leaves 07:10", "seat 14C", "call +46 31 12 34 56"):
+        assert holds_typed(flight, text, asked), text
