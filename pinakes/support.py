@@ -361,6 +361,10 @@ class Expected:
             return "time of day"
         if self.span:
             return "duration"
+        if self.identifier:
+            return "identifying number"
+        if self.address:
+            return f"{self.address} address"
         return KIND_NOUN[self.kind]
 
 

@@ -1720,6 +1720,7 @@ def test_an_address_is_answered_by_a_street_not_by_any_place() -> None:
     names a place, not where she lives. An email address wants an "@"."""
     street = answer_type("What is Maya's new address in Tromsø?")
     assert street.kind == PLACE and street.address == "street"
+    assert street.what == "street address"
     assert not holds_typed(street, "got the job at Ishavsfysio (sports physio clinic)", frozenset())
     for text in ("she moved to Storgata 14, 9008 Tromsø", "lives at 12 Elm Street now",
                  "new flat on Skippergata", "Brouwerskaai 12, Gent", "8 rue de Rivoli",
@@ -1767,6 +1768,7 @@ def test_an_identifier_is_no_time_amount_or_measure() -> None:
     return (8 kg!)": times, an amount and a weight, none of them a flight's number."""
     flight = answer_type("What is my flight number to Tromsø?")
     assert flight.kind == QUANTITY and flight.identifier
+    assert flight.what == "identifying number"  # as a reason and --explain name it
     assert answer_type("What is the vet's phone number?").identifier
     assert not answer_type("What is the total number of users?").identifier
     asked = frozenset({"flight", "number", "tromsø"})
