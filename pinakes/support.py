@@ -1207,9 +1207,10 @@ def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
 
 #: "a hotel", "an affordable intern", "another dentist": the determiners of a thing not named.
 _INDEFINITE = r"\b(?:a|an|another|some|any)\s+(?:[a-z][\w\-]*\s+){0,2}?"
-#: "Scandic, a hotel by the harbour", "Ana as an intern", "X is a hotel": a name tied to it.
+#: "Scandic, a hotel by the harbour", "Ana as an intern", "X is a hotel", "a tool like tidy":
+#: a name tied to it.
 _TIED_BEFORE = re.compile(r"(?:[,(:\u2014\u2013]|\b(?:is|was|as))\s*$")
-_TIED_AFTER = re.compile(r"\s*(?:[,(:\u2014\u2013]|\b(?:called|named)\b)")
+_TIED_AFTER = re.compile(r"\s*(?:[,(:\u2014\u2013]|\b(?:called|named|like|such\s+as|namely|e\.g\.|i\.e\.))")
 
 
 def _unnamed_instance(sent: str, noun: str) -> bool:

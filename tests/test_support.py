@@ -1655,6 +1655,8 @@ def test_a_thing_spoken_of_as_a_thing_is_not_named() -> None:
     assert not _unnamed_instance("We hired Ana Ruiz as an intern.", "intern")
     assert not _unnamed_instance("We stay at Scandic, a hotel by the harbour.", "hotel")
     assert not _unnamed_instance("Booked a hotel called Scandic Ishavshotel.", "hotel")
+    assert not _unnamed_instance("Run a formatting tool like tidy first.", "tool")
+    assert not _unnamed_instance("Pick an editor such as Neovim.", "editor")
     assert not _unnamed_instance("Booked the Scandic hotel for two nights.", "hotel")
     assert not _unnamed_instance("Lotte met the intern, and an intern from Ghent.", "intern")
     assert not _unnamed_instance("Lotte wants to grow the team.", "intern")  # no intern at all
