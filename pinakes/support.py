@@ -970,10 +970,10 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     text = re.sub(r"(?<=\d)[ \u00a0\u202f](?=\d{3}\b)", "", text)  # "3 280 kr": one number
     for m in _NUMBER.finditer(text):
         tok = m.group(0).strip().lower()
-        if tok in asked or tok[:1] in "$£€+-" and not tok[1:2].isdigit() or tok.endswith("%"):
-            continue
-        if re.fullmatch(r"\d{1,2}[:.]\d\d(?:[:.]\d\d)?|(?:19|20)\d\d", tok) or tok[:1] in "$£€":
-            continue
+        if tok in asked or any(c in tok[:2] for c in "$£€") or tok.endswith("%"):
+            continue  # an amount of money, a share
+        if re.fullmatch(r"\d{1,2}[:.]\d\d(?:[:.]\d\d)?|(?:19|20)\d\d", tok):
+            continue  # a clock reading, a year
         suffix = re.sub(r"^[-+]?\d+(?:[.,:]\d+)*\s?", "", tok)
         after = re.match(r"\s*([^\W\d]+\.?|[%°£$€])", text[m.end():m.end() + 16].lower())
         if suffix in _MEASURE_WORDS or after and after.group(1).rstrip(".") in _MEASURE_WORDS:
@@ -1104,13 +1104,15 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
 #: An email address.
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 #: A street address: "12 Elm Street", "Elm St", "Storgata 14", "Brouwerskaai 12", "rue de
-#: Rivoli 8", a British or a Dutch postcode.
+#: Rivoli 8", a British or a Dutch postcode. A suffix that ends ordinary words too ("-gate",
+#: "-ring", "-kade": "Northgate", "Spring", "Arcade") counts only with a house number.
 _STREET = re.compile(
     r"\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][\w\-']*\s+){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Way|Drive"
     r"|Dr|Boulevard|Blvd|Place|Pl|Square|Sq|Court|Ct|Terrace|Close|Crescent|Row|Parkway)\b"
     r"|\b[A-Z][\w\-']*\s+(?:Street|Road|Avenue|Lane|Drive|Boulevard|Terrace|Crescent)\b"
-    r"|\b[A-ZÄÖÜÅØÆ][\w\-']*(?:gatan|gata|gate|vägen|väg|veien|vegen|vej|gade|gränd|straat|strasse|straße"
-    r"|stra\u00dfe|weg|laan|plein|kaai|kade|gracht|gasse|allee|platz|ring)\b(?:\s+\d{1,4}[a-zA-Z]?\b)?"
+    r"|\b[A-ZÄÖÜÅØÆ][\w\-']*(?:gatan|gata|vägen|veien|vegen|gränd|straat|strasse|straße|gasse|gracht|plein"
+    r"|kaai|allee|platz)\b"
+    r"|\b[A-ZÄÖÜÅØÆ][\w\-']*(?:gate|väg|vej|gade|weg|laan|kade|ring)\s+\d{1,4}[a-zA-Z]?\b"
     r"|\b(?:[Rr]ue|[Vv]ia|[Cc]alle|[Rr]ua|[Aa]venida|[Pp]iazza|[Pp]laza|[Cc]arrer)\s+(?:\w+\s+){0,2}?[A-Z][\w\-']*"
     r"|\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b|\b\d{4}\s?[A-Z]{2}\b")
 #: The task states outliners (Logseq, org-mode) write before a block: no names.
