@@ -235,6 +235,7 @@ class Lists:
         self.query = ""  # the query and the store generation it ran on (pinakes.support reads them)
         self.generation: int | None = None
         self.support: Any = None  # pinakes.support.Support, once the confidence has assessed it
+        self.later: list[int] = []  # the fused candidates past the hits, up to MAX_K (chunk ids)
 
 
 @dataclass
@@ -367,6 +368,9 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
             fused = _timed(timings, "graph", graph_stage, ctx, fused, lists, plan, trace)
         fused = priors_stage(conn, fused, plan, src, dense.generation, trace)
         hits = hits_stage(conn, fused[:plan.k], lexical, lists, plan, src.name)
+        # The candidates past the hits: the reader (pinakes.support) looks for a missing name
+        # among the first few, so a search for 5 hits reads a question as one for 50 does.
+        lists.later = [c for c, _ in fused[plan.k:MAX_K]]
         report = explain_report(plan, lexical, semantic, lists, trace, hits, src.memo)
     confidence = confidence_stage(src, hits, lists, semantic.cosines, report)
     abstained = confidence is not None and confidence < float(plan.cfg["abstain_below"])

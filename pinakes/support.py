@@ -138,6 +138,11 @@ if TYPE_CHECKING:
 
 #: How many of the top hits may hold the asked part (the search's own best few).
 SUPPORT_HITS = 3
+#: The candidates a missing name is looked for in (its top hits' notes' other hits): the
+#: first ten of the fused ranking, as many as a search returns by default. Whatever ``k`` a
+#: caller asks for (``pnk eval`` and ``pnk search`` ask for 50 chunks, an agent for 10), the
+#: reader sees the same ones.
+OTHER_HITS = 10
 #: Words as written, for telling names (capitals, digits) from ordinary words.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 #: A lower-case word with digits between letters is shorthand for words ("seq2seq" for
@@ -1903,13 +1908,16 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
 
 
 def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: int,
-           idf_of: Any, df_of: Any, tokenizer: str = "porter") -> Support:
+           idf_of: Any, df_of: Any, tokenizer: str = "porter",
+           later: Callable[[set[str]], list[str]] | None = None) -> Support:
     """Split ``query`` into about / asked and measure the asked part against the top hits.
 
     ``idf_of(terms) -> {term: idf}`` and ``df_of(term) -> int`` are the
     search's own cached statistics (no extra SQL for terms it has seen).
     ``hits`` carry ``title``, ``heading_path`` and ``text`` (the search holds
-    them already).
+    them already). ``later(paths)``: the texts of the search's candidates past its hits,
+    within :data:`OTHER_HITS`, that belong to those notes (a search for 5 hits then reads a
+    question as one for 50 does).
     """
     trigram = tokenizer == "trigram"
     # "how many milligrams": the dimension word asks for a number, no text holds it.
@@ -1980,8 +1988,10 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     missing = [t for t in unsupported if t in named] if kind is not None else []
     if missing:
         read = {h.path for h in top}
-        if not any(patterns[t].search(h.text) for h in hits[SUPPORT_HITS:] if h.path in read
-                   for t in missing):
+        others = [h.text for h in hits[SUPPORT_HITS:OTHER_HITS] if h.path in read]
+        if not any(patterns[t].search(text) for text in others for t in missing) and not (
+                later is not None and any(patterns[t].search(text) for text in later(read)
+                                          for t in missing)):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for
@@ -2052,8 +2062,22 @@ def assess_search(kb: KB, hits: Sequence[Any], lists: Any) -> Support | None:
         idf_of([term])
         return int(kb._idf_cache.get("_df", {}).get(term, 0))
 
+    # The fused candidates past a short search's hits, up to the reader's window.
+    later_ids = list(getattr(lists, "later", None) or ())[:max(0, OTHER_HITS - len(hits))]
+
+    def later(paths: set[str]) -> list[str]:
+        """The texts of the candidates past the hits that belong to the notes at ``paths``."""
+        if not later_ids or not paths:
+            return []
+        rows = conn.execute(
+            f"SELECT c.text FROM chunks c JOIN documents d ON d.doc = c.doc WHERE c.id IN "
+            f"({','.join('?' * len(later_ids))}) AND d.path IN ({','.join('?' * len(paths))})",
+            (*later_ids, *sorted(paths))).fetchall()
+        return [row[0] for row in rows]
+
     support = assess(kb, query, hits, conn=conn, generation=generation, idf_of=idf_of,
-                     df_of=df_of, tokenizer=str(kb.config.retrieval.get("tokenizer", "porter")))
+                     df_of=df_of, tokenizer=str(kb.config.retrieval.get("tokenizer", "porter")),
+                     later=later)
     lists.support = support
     return support
 

@@ -1668,7 +1668,8 @@ def test_a_thing_spoken_of_as_a_thing_is_not_named() -> None:
 
 
 INTERN_NOTES = {
-    "meetings/2024-05-06.md": """# Weekly sync 2024-05-06
+    "meetings/2024-05-06.md": """
+        # Weekly sync 2024-05-06
 
         ## Hiring
 
@@ -1739,7 +1740,8 @@ def test_an_address_is_answered_by_a_street_not_by_any_place() -> None:
 
 
 TERN_CRYPTO = {
-    "docs/encryption.md": """# Encryption
+    "docs/encryption.md": """
+        # Encryption
 
         On the first push to a new vault tern asks for a passphrase. It must be at least 12
         characters long; tern derives a key from your passphrase with Argon2id.
@@ -1783,3 +1785,39 @@ def test_an_identifier_is_no_time_amount_or_measure() -> None:
         assert not holds_typed(flight, text, asked), text
     for text in ("flight SK 4411, leaves 07:10", "seat 14C", "call +46 31 12 34 56"):
         assert holds_typed(flight, text, asked), text
+
+
+FUCHSIA_SECTIONS = {
+    **{p: t for p, t in BUILDS.items() if p != "builds/fuchsia.md"},
+    "builds/fuchsia.md": """
+        # Fuchsia integration
+
+        ## Disk space
+
+        A Fuchsia checkout is large: a checkout and build takes 46G of disk space, and the
+        first build of the integration takes a while.
+
+        ## Hosts
+
+        Builders are Linux machines in the lab.
+
+        ## Nightly tests
+
+        The Fuchsia tests run every night and post their results to the channel.
+        """,
+}
+
+
+def test_the_reader_sees_the_same_candidates_whatever_k_a_search_asks_for(make_kb: Any) -> None:
+    """A missing name is looked for in the top notes' other hits among the first ten
+    candidates, whether the search returns 3 hits (an agent's short search) or 50 (``pnk
+    eval``, ``pnk search``): "Linux" in the Fuchsia note's "Hosts" section is found either
+    way, so both read the question alike and report the same confidence."""
+    kb = make_kb({**COFFEE, **FUCHSIA_SECTIONS}, name="builds-sections")
+    kb.sync()
+    linux = "How much disk space does a checkout and build of the Linux integration need?"
+    long, short = kb.search(linux, k=50), kb.search(linux, k=3)
+    ranked = [h.heading_path[-1] if h.heading_path else h.title for h in long.hits]
+    assert "Hosts" in ranked[3:10], ranked  # past the top three, within the reader's window
+    assert short.support == long.support and short.confidence == long.confidence
+    assert "Linux" in (long.support or {})["unsupported"]
