@@ -1667,6 +1667,18 @@ def test_a_thing_spoken_of_as_a_thing_is_not_named() -> None:
     assert holds_typed(NAME, "## Hiring with Lotte", frozenset())
 
 
+def without_and_with(make_kb: Any, notes: dict[str, str], question: str, old: str,
+                     new: str) -> tuple[tuple[Support, list[float]], tuple[Support, list[float]]]:
+    """The support for ``question`` in two KBs: the notes as written, and with ``old``
+    replaced by ``new`` (the fact the notes lacked, now told)."""
+    out = []
+    for i, files in enumerate((notes, {p: t.replace(old, new) for p, t in notes.items()})):
+        kb = make_kb({**COFFEE, **files}, name=f"told-{i}")
+        kb.sync()
+        out.append(support_of(kb, question))
+    return out[0], out[1]
+
+
 INTERN_NOTES = {
     "meetings/2024-05-06.md": """
         # Weekly sync 2024-05-06
@@ -1682,18 +1694,12 @@ INTERN_NOTES = {
 def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any) -> None:
     """"Which intern did we hire for the autumn?" abstains while the notes only want one, and
     is answered once they name her; "the contact nurse changes them on Mondays" names no one."""
-    notes = {p: textwrap.dedent(t) for p, t in INTERN_NOTES.items()}
-    kb = make_kb({**COFFEE, **notes}, name="intern-wanted")
-    kb.sync()
-    wanted, x = support_of(kb, "Which intern did we hire for the autumn?")
+    (wanted, x), (named, x2) = without_and_with(
+        make_kb, INTERN_NOTES, "Which intern did we hire for the autumn?",
+        "design schools.", "design schools. We hired Ana Ruiz as an intern.")
     assert wanted.expects == NAME and wanted.answer_at is None
     assert x[FEATURES.index("typed_missing")] > 0.0
-    hired = {p: t.replace("design schools.", "design schools. We hired Ana Ruiz as an intern.")
-             for p, t in notes.items()}
-    kb2 = make_kb({**COFFEE, **hired}, name="intern-hired")
-    kb2.sync()
-    named, x = support_of(kb2, "Which intern did we hire for the autumn?")
-    assert x[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
+    assert x2[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
     assert not holds_typed(NAME, "the contact nurse changes them on Mondays", frozenset())
     assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
 
@@ -1756,18 +1762,12 @@ def test_the_measured_thing_must_be_in_the_notes(make_kb: Any) -> None:
     assert measured("How long is the salt tern uses?") == "salt"
     assert measured("How old was my car when I sold it?") == "car"
     assert measured("How many days are left?") is None
-    question = "How long is the salt tern uses when it derives a key from my passphrase?"
-    kb = make_kb({**COFFEE, **TERN_CRYPTO}, name="tern-no-salt")
-    kb.sync()
-    missing, x = support_of(kb, question)
+    (missing, x), (found, x2) = without_and_with(
+        make_kb, TERN_CRYPTO, "How long is the salt tern uses when it derives a key from my passphrase?",
+        "with Argon2id.", "with Argon2id and a salt 16 bytes long.")
     assert missing.expects == QUANTITY and missing.answer_at is None
     assert x[FEATURES.index("typed_missing")] > 0.2
-    told = {p: t.replace("with Argon2id.", "with Argon2id and a salt 16 bytes long.")
-            for p, t in TERN_CRYPTO.items()}
-    kb2 = make_kb({**COFFEE, **told}, name="tern-salt")
-    kb2.sync()
-    found, x = support_of(kb2, question)
-    assert x[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
+    assert x2[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
 
 
 def test_an_identifier_is_no_time_amount_or_measure() -> None:
