@@ -453,6 +453,11 @@ _LIST_PROPERTIES = ("tags", "alias", "aliases")
 _MAX_PROPERTY_LINKS = 1000
 
 
+def _comma_list(value: str) -> list[str]:
+    """A property's value as its comma-separated items: "meetings, ways of working"."""
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
 def _page_properties(lines: list[str], structure: _Structure
                      ) -> tuple[dict[str, Any], list[Link], set[int]]:
     """Logseq's page properties (``key:: value`` lines of the first block) as front matter.
@@ -480,7 +485,7 @@ def _page_properties(lines: list[str], structure: _Structure
         if key in ("alias", "aliases"):
             own.add(n + 1)
         if key in _LIST_PROPERTIES:
-            parts = [v.strip() for v in value.split(",") if v.strip()]
+            parts = _comma_list(value)
             props[key] = [page_ref(v) for v in parts if page_ref(v)]
             if key == "tags":
                 links += [Link(target=v, label=v, kind="property", line=n + 1, fragment="")
@@ -522,7 +527,7 @@ def _notion_properties(lines: list[str], structure: _Structure) -> tuple[dict[st
         if m is None:
             return {}, []
         key, value = m.group(1).strip().lower(), m.group(2)
-        props[key] = [v.strip() for v in value.split(",") if v.strip()] if key == "tags" else value
+        props[key] = _comma_list(value) if key == "tags" else value
         links += [Link(target=unquote(r.group(2)), label=r.group(1).strip(), kind="property", line=n + 1,
                        fragment="", context=" ".join(content_words(key)))
                   for r in _NOTION_RELATION.finditer(value)]

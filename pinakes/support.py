@@ -999,13 +999,13 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
-    if kind == QUANTITY and expected.identifier:
-        return _holds_identifier(_DATED_NUMBER.sub(" ", text), asked)
     if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
         return False  # "per week": "Long run: 28 km" is one run's, not a week's
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
         text = _DATED_NUMBER.sub(" ", text)
+        if expected.identifier:
+            return _holds_identifier(text, asked)
         text = _VERSION_NUMBER.sub(" ", text)
         unit_set = set(units)
         unit_forms = {_singular(u) for u in units}  # read for every number word below
@@ -1988,10 +1988,13 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     missing = [t for t in unsupported if t in named] if kind is not None else []
     if missing:
         read = {h.path for h in top}
-        others = [h.text for h in hits[SUPPORT_HITS:OTHER_HITS] if h.path in read]
-        if not any(patterns[t].search(text) for text in others for t in missing) and not (
-                later is not None and any(patterns[t].search(text) for text in later(read)
-                                          for t in missing)):
+
+        def mention(texts: Sequence[str]) -> bool:
+            return any(patterns[t].search(text) for text in texts for t in missing)
+
+        # The candidates past a short search's hits are fetched only when these do not tell.
+        if not mention([h.text for h in hits[SUPPORT_HITS:OTHER_HITS] if h.path in read]) and not (
+                later is not None and mention(later(read))):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for

@@ -161,6 +161,14 @@ def support_of(kb: KB, query: str) -> tuple[Support, list[float]]:
     return seen["support"], seen["x"]
 
 
+def support_in(make_kb: Any, files: dict[str, str], question: str, name: str
+               ) -> tuple[Support, list[float]]:
+    """:func:`support_of` ``question`` in a fresh KB of :data:`COFFEE` and ``files``."""
+    kb = make_kb({**COFFEE, **files}, name=name)
+    kb.sync()
+    return support_of(kb, question)
+
+
 # --- the split: what it is about, what it asks ------------------------------------------------
 
 
@@ -1145,15 +1153,11 @@ def test_the_writers_own_words_do_not_answer_for_someone_else(make_kb: Any) -> N
     told = RACE_CHAT.replace("I finished in\n    58:14, which beat my goal of an hour.",
                              "He finished in\n    61:02, a minute slower than last year.")
     assert told != RACE_CHAT
-    kb2 = make_kb({**COFFEE, "chats/session-07.md": told}, name="race-chat-told")
-    kb2.sync()
-    his, x = support_of(kb2, question)
+    his, x = support_in(make_kb, {"chats/session-07.md": told}, question, "race-chat-told")
     assert x[FEATURES.index("typed_missing")] == 0.0 and "61:02" in (his.answer_at or "")
     own_turn = ("# Race day\n\n**Idris:** I ran the Riverside Run on Sunday. I finished in 61:02.\n\n"
                 "**Maya:** Well done!\n\n**Idris:** Thanks.\n\n**Maya:** Rest now.\n")
-    kb3 = make_kb({**COFFEE, "chats/race.md": own_turn}, name="race-own-turn")
-    kb3.sync()
-    _, x = support_of(kb3, question)
+    _, x = support_in(make_kb, {"chats/race.md": own_turn}, question, "race-own-turn")
     assert x[FEATURES.index("typed_missing")] == 0.0
 
 
@@ -1173,18 +1177,14 @@ def test_an_assistants_advice_is_no_answer_about_someone_the_asker_names(make_kb
     to roughly 9:09 per mile": its numbers are the advice's. An assistant's sentence that
     names Marcus ("Marcus's 1:52:10 is ...") answers, as the user's own words do."""
     question = "What was Marcus's finish time in the half marathon?"
-    kb = make_kb({**COFFEE, "chats/session-21.md": MARCUS_CHAT}, name="marcus-chat")
-    kb.sync()
-    support, x = support_of(kb, question)
+    support, x = support_in(make_kb, {"chats/session-21.md": MARCUS_CHAT}, question, "marcus-chat")
     assert support.expects == QUANTITY and support.answer_at is None
     assert x[FEATURES.index("typed_missing")] == 1.0
     for label, told in (
             ("user", MARCUS_CHAT.replace("on Sunday, his first one.", "on Sunday in 1:52:10.")),
             ("assistant", MARCUS_CHAT.replace("Easy days first.", "Marcus's 1:52:10 is a fine first half."))):
         assert told != MARCUS_CHAT
-        kb2 = make_kb({**COFFEE, "chats/session-21.md": told}, name=f"marcus-{label}")
-        kb2.sync()
-        his, x = support_of(kb2, question)
+        his, x = support_in(make_kb, {"chats/session-21.md": told}, question, f"marcus-{label}")
         assert x[FEATURES.index("typed_missing")] == 0.0 and "1:52:10" in (his.answer_at or ""), label
 
 
@@ -1671,12 +1671,8 @@ def without_and_with(make_kb: Any, notes: dict[str, str], question: str, old: st
                      new: str) -> tuple[tuple[Support, list[float]], tuple[Support, list[float]]]:
     """The support for ``question`` in two KBs: the notes as written, and with ``old``
     replaced by ``new`` (the fact the notes lacked, now told)."""
-    out = []
-    for i, files in enumerate((notes, {p: t.replace(old, new) for p, t in notes.items()})):
-        kb = make_kb({**COFFEE, **files}, name=f"told-{i}")
-        kb.sync()
-        out.append(support_of(kb, question))
-    return out[0], out[1]
+    told = {p: t.replace(old, new) for p, t in notes.items()}
+    return support_in(make_kb, notes, question, "told-0"), support_in(make_kb, told, question, "told-1")
 
 
 INTERN_NOTES = {
