@@ -601,11 +601,11 @@ def _singular(word: str) -> str:
 #: "what is the <noun phrase> of ...", "what's my accountant's name": the phrase whose head
 #: says the answer's kind.
 _WHAT_IS = re.compile(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?"
-                      r"\s*(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|that|which|who|i|you|we)\b"
+                      r"\s*(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|after|before|during|since|until|that|which|who|i|you|we)\b"
                       r"|[?,]|$)")
 #: "what time are my lessons", "which font does ...": the wh-word's own noun phrase.
 _WHAT_NOUN = re.compile(r"(what|which)\s+(.*?)(?=\s+" + _AUX + r"\b|\s+(?:of|in|on|for|at|from|to|"
-                        r"by|with)\b|[?,]|$)")
+                        r"by|with|after|before|during|since|until)\b|[?,]|$)")
 
 
 def _normal(query: str) -> str:
@@ -884,6 +884,10 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "code", "id")
             and expected.kind == QUANTITY):
         return replace(expected, identifier=True)
+    if head[-2:-1] and head[-2] in _CODED and head[-1] in ("code", "codes"):
+        # "the colour codes of ...", "the door code": an identifier ("#2F5D3A", "4711"), which
+        # a note without one ("a deep green") does not give.
+        return Expected(QUANTITY, identifier=True)
     if head and head[-1] == "address" and expected.kind == PLACE:
         # "my new address", "her home address": a street's; "his email address": an email's.
         # Other addresses ("the IP address", "a web address") are not read.
@@ -963,6 +967,9 @@ _ID_NOUNS = frozenset("""phone mobile cell telephone fax flight account order tr
     confirmation booking reservation seat room house apartment flat passport policy serial ticket
     membership member customer invoice table gate platform licence license plate registration
     case claim patient student employee pin iban card insurance tax vat""".split())
+#: What a code is of, when the answer is a code: "the colour codes", "the door code".
+_CODED = _ID_NOUNS | frozenset("""colour color hex door zip post postal area country dialling dialing
+    access entry alarm lock safe wifi discount promo voucher gift error exit status sort swift""".split())
 #: The words a number is a measure or an amount in, when they follow it.
 _MEASURE_WORDS = frozenset(
     [u for key, forms in _UNITS.items() for u in (key, *forms)] + [*MONEY_UNITS, *DURATION_UNITS]
@@ -972,6 +979,8 @@ _MEASURE_WORDS = frozenset(
 def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a number that may be an identifier: not a clock reading, a year, an
     amount of money or a measure ("leaves 07:10", "in 2024", "3 280 kr", "8 kg")?"""
+    if re.search(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b", text):
+        return True  # a colour's hex code: "#2F5D3A"
     text = re.sub(r"(?<=\d)[ \u00a0\u202f](?=\d{3}\b)", "", text)  # "3 280 kr": one number
     for m in _NUMBER.finditer(text):
         tok = m.group(0).strip().lower()

@@ -1739,6 +1739,9 @@ def test_an_address_is_answered_by_a_street_not_by_any_place() -> None:
     assert holds_typed(email, "write to emre@kwast.studio", frozenset())
     assert not holds_typed(email, "Emre lives at Brouwerskaai 12", frozenset())
     assert answer_type("What is the IP address of the NAS?").address == ""
+    # A time clause ends the phrase: "after her move" is not what the address is of.
+    assert answer_type("What is Maya's new address after her move?").address == "street"
+    assert answer_type("What is my flight number after the rebooking?").identifier
 
 
 TERN_CRYPTO = {
@@ -1781,6 +1784,20 @@ def test_an_identifier_is_no_time_amount_or_measure() -> None:
         assert not holds_typed(flight, text, asked), text
     for text in ("flight SK 4411, leaves 07:10", "seat 14C", "call +46 31 12 34 56"):
         assert holds_typed(flight, text, asked), text
+
+
+def test_a_code_is_answered_by_an_identifier() -> None:
+    """"What are the colour codes of Vireo's brand green?" against "a deep green and a warm
+    cream": the colour is named, its codes are not. A door code, a colour's hex code or a
+    print colour's number answers; a code the question does not qualify is not read."""
+    colour = answer_type("What are the colour codes of Vireo's brand green?")
+    assert colour.kind == QUANTITY and colour.identifier
+    assert answer_type("What is the door code for the studio?").identifier
+    assert answer_type("What code does the parser emit?").kind is None
+    asked = frozenset({"colour", "codes", "vireo", "brand", "green"})
+    assert not holds_typed(colour, "Their brand colours are a deep green and a warm cream.", asked)
+    for text in ("brand green: #2F5D3A", "print it as Pantone 3435 C", "the door code is 4711"):
+        assert holds_typed(colour, text, asked), text
 
 
 FUCHSIA_SECTIONS = {
