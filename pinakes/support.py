@@ -1255,6 +1255,35 @@ def _unnamed_instance(sent: str, noun: str) -> bool:
 _THIRD_OPENS = re.compile(r"^\W*(?:[Hh]is|[Hh]er|[Tt]heir)\s+([a-z][\w\-]*)(?:\s+([a-z][\w\-]*))?")
 
 
+#: A thing's release as a name and a version after it: "tern 3.0", "Python 3.12", "tern 1.x",
+#: "Lucene version 6.0".
+_RELEASE = re.compile(r"\b([A-Za-z][\w\-]*)\s+(?:version\s+)?v?(\d+(?:\.(?:\d+|[xX*]))+)(?![\w.]?\d)")
+
+
+def _releases(text: str) -> dict[str, list[str]]:
+    """The releases ``text`` names: ``{name (lower case): [version, ...]}``."""
+    out: dict[str, list[str]] = {}
+    for m in _RELEASE.finditer(text):
+        if m.group(1).lower() not in STOPWORDS:
+            out.setdefault(m.group(1).lower(), []).append(m.group(2).lower())
+    return out
+
+
+def _same_release(a: str, b: str) -> bool:
+    """"3.0" is "3.0.1" and "1.x" is "1.5": the parts both write agree."""
+    return all(x == y or "x" in (x, y) or "*" in (x, y)
+               for x, y in zip(a.split("."), b.split("."), strict=False))
+
+
+def _other_release(sent: str, asked: dict[str, list[str]]) -> bool:
+    """Does ``sent`` speak of another release of a thing the question names with its version
+    ("tern 1.x gets security fixes until 2025-06-30" for "When is tern 3.0 going to be
+    released?"), and of none the question names? Its dates and numbers are that release's."""
+    said = _releases(sent)
+    pairs = [(v, w) for name, vs in said.items() if name in asked for v in vs for w in asked[name]]
+    return bool(pairs) and not any(_same_release(v, w) for v, w in pairs)
+
+
 def _of_another(sent: str) -> bool:
     """Is ``sent`` told of somebody else's kin, with no word for the writer ("her partner
     Elias stays in Göteborg")? A question about the asker ("Which hotel am I staying at?")
@@ -1623,6 +1652,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     relay = bool(others) and not _YOU.search(query)
     at_names = _at_names(query)
     labels: dict[int, list[str | None]] = {}
+    releases = _releases(query)
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
@@ -1636,6 +1666,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or at_names and _swapped(sent, at_names, frozen)
                 or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
+                or releases and _other_release(sent, releases)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 

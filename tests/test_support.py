@@ -34,6 +34,8 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
+    _other_release,
+    _releases,
     _unnamed_instance,
     _without_properties,
     answer_type,
@@ -1767,6 +1769,42 @@ def test_the_measured_thing_must_be_in_the_notes(make_kb: Any) -> None:
     assert missing.expects == QUANTITY and missing.answer_at is None
     assert x[FEATURES.index("typed_missing")] > 0.2
     assert x2[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
+
+
+TERN_RELEASES = {
+    "guides/migrating.md": """
+        # Migrating from tern 1.x
+
+        tern 1.x gets security fixes until 2025-06-30. After that date no further 1.x
+        releases are planned.
+        """,
+    "reference/faq.md": """
+        # FAQ
+
+        ## What about tern 3.0?
+
+        Work on 3.0 has begun. It will drop reading of format 2 vaults.
+        """,
+}
+
+
+def test_another_release_dates_nothing_of_the_asked_one(make_kb: Any) -> None:
+    """"When is tern 3.0 going to be released?" against "tern 1.x gets security fixes until
+    2025-06-30": that date is another release's. A sentence of the asked release (or one
+    "1.x" covers) still answers, and a version of something else ("kernel 4.19") is no other
+    release of tern."""
+    asked = _releases("When is tern 3.0 going to be released?")
+    assert asked == {"tern": ["3.0"]}
+    assert _other_release("tern 1.x gets security fixes until 2025-06-30.", asked)
+    for sent in ("tern 3.0.1 came out in May.", "It needs Linux kernel 4.19.", "Work on 3.0 has begun."):
+        assert not _other_release(sent, asked), sent
+    assert not _other_release("tern 1.5 came out in 2021.", _releases("When did tern 1.x ship?"))
+    (other, x), (told, x2) = without_and_with(
+        make_kb, TERN_RELEASES, "When is tern 3.0 going to be released?",
+        "Work on 3.0 has begun.", "tern 3.0 is due on 2025-09-01.")
+    assert other.expects == DATE and other.answer_at is None
+    assert x[FEATURES.index("typed_missing")] > 0.2
+    assert x2[FEATURES.index("typed_missing")] == 0.0 and "2025-09-01" in (told.answer_at or "")
 
 
 def test_an_identifier_is_no_time_amount_or_measure() -> None:
