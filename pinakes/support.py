@@ -1255,6 +1255,9 @@ def _unnamed_instance(sent: str, noun: str) -> bool:
 _THIRD_OPENS = re.compile(r"^\W*(?:[Hh]is|[Hh]er|[Tt]heir)\s+([a-z][\w\-]*)(?:\s+([a-z][\w\-]*))?")
 
 
+#: A relative clause describing a thing: "the child who played", "the printer that cut".
+_RELATIVE = re.compile(r"\b(?:the|a|an|my|our|his|her|their)\s+(?:[\w\-]+\s+){1,3}?(?:who|that|which|whom|whose)\s+\w",
+                       re.IGNORECASE)
 #: A thing's release as a name and a version after it: "tern 3.0", "Python 3.12", "tern 1.x",
 #: "Lucene version 6.0".
 _RELEASE = re.compile(r"\b([A-Za-z][\w\-]*)\s+(?:version\s+)?v?(\d+(?:\.(?:\d+|[xX*]))+)(?![\w.]?\d)")
@@ -1683,6 +1686,19 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             names[hi, si] = _named(per_hit[hi][0][si], frozen)
         return names[hi, si]
 
+    # "the child who played ...", "the printer that cut ...": the question describes a thing
+    # it asks about through another fact, which may sit in another note.
+    relative = bool(_RELATIVE.search(query))
+    plain = replace(expected, relation=False, preposition=False)
+    in_paragraph: dict[tuple[int, int], set[str]] = {}
+
+    def paragraph_names(hi: int, p: int) -> set[str]:
+        """The names of paragraph ``p`` of hit ``hi`` that the question does not write."""
+        if (hi, p) not in in_paragraph:
+            sents, _, paragraph, *_rest = per_hit[hi]
+            in_paragraph[hi, p] = set().union(*(names_of(hi, j) for j in range(len(sents)) if paragraph[j] == p))
+        return in_paragraph[hi, p]
+
     best_typed, answer_at = 0.0, None
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
@@ -1733,6 +1749,27 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             credit = own or (NEIGHBOUR_CREDIT * share if near else 0.0)
             if credit > best_typed:
                 best_typed, answer_at = credit, sents[k]
+        if not relative:
+            continue
+        # A bridge: "Who teaches the child who played a Petzold minuet?" describes the child
+        # in one note ("Noor had her first piano recital. She played a minuet by Petzold.") and
+        # asks of her in another ("My daughter Noor starts piano lessons. Her teacher is Mrs.
+        # Halvorsen."). A sentence of another top hit whose paragraph names what this one's
+        # paragraph names, beyond the question's names, tells the rest; for a name, neither the
+        # one they share nor a relation ("my daughter Noor") is an answer.
+        bridge = paragraph_names(hi, paragraph[si])
+        for hj, (other, _, para, *_rest) in enumerate(per_hit):
+            if not bridge or hj == hi or hj in props_at:
+                continue
+            for k in range(len(other)):
+                shared = bridge & paragraph_names(hj, para[k])
+                if not shared or not holds(hj, k) or not (told_here or says(hj, k)):
+                    continue
+                if kind in (NAME, PLACE) and not holds_typed(plain, other[k], frozen | shared):
+                    continue  # "My daughter Noor starts lessons": the child again, no teacher
+                credit = sum(idf.get(t, 0.0) for t in matched[hi, si] | matched[hj, k]) / mass
+                if credit > best_typed:
+                    best_typed, answer_at = credit, other[k]
     return expected, max(0.0, best_all - best_typed), best_terms, answer_at
 
 

@@ -24,6 +24,7 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
+    _RELATIVE,
     COLOUR,
     DATE,
     NAME,
@@ -1700,6 +1701,32 @@ def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any
     assert x2[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
     assert not holds_typed(NAME, "the contact nurse changes them on Mondays", frozenset())
     assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
+
+
+def test_a_thing_described_in_one_note_is_answered_in_another_that_names_it() -> None:
+    """"Who teaches the child who played a Petzold minuet?": the recital's note names the
+    child (Noor), the note on her lessons names her teacher. The two answer together when
+    they name the same child; Noor herself is no answer, and a note on some other child's
+    teacher is none either."""
+    question = "Who teaches the child who played a Petzold minuet?"
+    terms = ["teaches", "child", "played", "petzold", "minuet"]
+    patterns = {t: term_pattern(t) for t in terms}
+    idf = {t: 1.0 for t in terms}
+    recital = SimpleNamespace(title="Session 8", heading_path=[], path="session-08.md", text=(
+        "**User:** Noor had her first piano recital last night. She played a minuet by Petzold "
+        "and didn't miss a note."))
+    lessons = SimpleNamespace(title="Session 1", heading_path=[], path="session-01.md", text=(
+        "**User:** My daughter Noor starts piano lessons next week. Her teacher is Mrs. "
+        "Halvorsen, who lives two streets over."))
+    _, gap, _, answer_at = typed_gap(question, [recital, lessons], terms, idf, patterns)
+    assert gap == 0.0 and "Halvorsen" in (answer_at or "")
+    lessons.text = "**User:** My daughter Noor starts piano lessons next week. She is nervous."
+    assert typed_gap(question, [recital, lessons], terms, idf, patterns)[1] > 0.2
+    lessons.text = ("**User:** My nephew Elias starts piano lessons next week. His teacher is "
+                    "Mrs. Halvorsen.")
+    assert typed_gap(question, [recital, lessons], terms, idf, patterns)[1] > 0.2
+    # Without a clause that describes the child, no other note is read for it.
+    assert not _RELATIVE.search("Who teaches Noor piano?")
 
 
 def test_a_sentence_about_someone_elses_kin_does_not_answer_for_the_asker() -> None:
