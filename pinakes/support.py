@@ -339,6 +339,9 @@ class Expected:
     relation: bool = False
     #: "Where does he hide?": a place said with a preposition answers ("in the bathtub").
     preposition: bool = False
+    #: "Who ...?", "What is the name of my dentist?": a person answers, and a name said
+    #: after "at" or "in" is a place's or an organisation's ("at Tandartspraktijk Oost").
+    person: bool = False
     #: "How often?": a frequency in words answers as well as a number ("twice a week").
     frequency: bool = False
     #: "How many kilometres do I run per week?": a rate per this unit of time answers
@@ -815,14 +818,18 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         # chat session's) answers what happened then ("when did I ..."), not this.
         return Expected(DATE, undated=True)
     if re.match(r"(?:who|whom|whose)\b", main):
-        return Expected(NAME, relation=True)
+        return Expected(NAME, relation=True, person=True)
     if main.startswith("where"):
         return Expected(PLACE, preposition=True)
     if re.match(r"(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\b", main):
         return Expected(WEEKDAY)  # a day of the week is one of seven words, not any date
     m = _WHAT_IS.match(main)
     if m:
-        return _by_head(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
+        expected = _by_head(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
+        of = _NAME_OF.match(main)
+        if expected.kind == NAME and of and of.group(1) in _RELATIONS:
+            return replace(expected, person=True)  # "the name of my dentist"
+        return expected
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
@@ -833,6 +840,9 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
     return UNCHECKED
 
 
+#: "what is the name of my dentist": the person the name is asked of.
+_NAME_OF = re.compile(r"(?:what|which)\s+\S+\s+(?:the\s+)?(?:\w+\s+)?name\s+of\s+(?:my|our|his|her|their|the|"
+                      r"[\w\-]+'s)\s+(?:\w+\s+)??([\w\-]+)\??$")
 #: "per week", "each month", "every day": the question asks a rate (see :attr:`Expected.per`).
 _PER_UNIT = re.compile(r"\b(?:per|each|every)\s+(second|minute|hour|day|night|week|month|year)\b")
 #: How a rate per unit is written, by the unit: "a week", "per week", "/wk", "weekly".
@@ -1094,10 +1104,14 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if expected.relation and any(w in _RELATIONS and w not in asked
                                     for w in _TOKEN.findall(text.lower())):
         return True
+    # "Dentist check-up at Tandartspraktijk Oost": a name after "at" or "in" is where, not who.
+    placed = [m.span(1) for m in _PLACED_NAME.finditer(text)] if expected.person else []
     for m in _TOKEN.finditer(text):
         w = m.group(0)
         if w.islower() or w.lower() == w.upper():
             continue  # the common case, cheaply: an ordinary word, or no letters ("1-1", "2019")
+        if placed and any(a <= m.start() < b for a, b in placed):
+            continue
         w = w.replace("’", "'").split("'")[0]  # "Lothair's", "I've": the word itself
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
@@ -1115,6 +1129,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     return False
 
 
+#: A name right after "at" or "in": a place's or an organisation's ("at Buro Groen").
+_PLACED_NAME = re.compile(r"\b(?:at|in)\s+((?:[A-Z][\w'’\-]*)(?:\s+[A-Z][\w'’\-]*)*)")
 #: An email address.
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 #: A street address: "12 Elm Street", "Elm St", "Storgata 14", "Brouwerskaai 12", "rue de

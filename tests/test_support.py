@@ -862,7 +862,7 @@ def test_a_tellers_fact_runs_on_over_their_next_turn() -> None:
 
 def test_who_is_answered_by_a_relation_and_when_by_a_span_ago() -> None:
     who = answer_type("Who gave Ines her easel?")
-    assert who == Expected(NAME, relation=True)
+    assert who == Expected(NAME, relation=True, person=True)
     asked = frozenset({"who", "gave", "ines", "her", "easel"})
     assert holds_typed(who, "My grandmother gave me her old easel.", asked)
     assert not holds_typed(who, "I paint on an old easel every evening.", asked)
@@ -1849,6 +1849,23 @@ def test_an_identifier_is_no_time_amount_or_measure() -> None:
         assert not holds_typed(flight, text, asked), text
     for text in ("flight SK 4411, leaves 07:10", "seat 14C", "call +46 31 12 34 56"):
         assert holds_typed(flight, text, asked), text
+
+
+def test_a_person_is_not_named_by_where_they_are() -> None:
+    """"What is the name of my dentist?" against "Dentist check-up at Tandartspraktijk Oost":
+    the name after "at" is the practice's, not the dentist's. A person named in the same
+    sentence still answers, and a question about a thing is read as before."""
+    dentist = answer_type("What is the name of my dentist?")
+    assert dentist.kind == NAME and dentist.person
+    assert answer_type("Who is our contact at PrintHaus Keller?").person
+    cat = answer_type("What is the name of the cat?")
+    assert cat.kind == NAME and not cat.person
+    asked = frozenset({"name", "dentist"})
+    for text in ("Dentist check-up at Tandartspraktijk Oost: no cavities.",
+                 "Works as a landscape architect at Buro Groen in Utrecht."):
+        assert not holds_typed(dentist, text, asked), text
+        assert holds_typed(cat, text, asked), text
+    assert holds_typed(dentist, "My dentist is Dr Ek at Tandartspraktijk Oost.", asked)
 
 
 def test_a_code_is_answered_by_an_identifier() -> None:
