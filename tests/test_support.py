@@ -1670,12 +1670,16 @@ def test_a_thing_spoken_of_as_a_thing_is_not_named() -> None:
     assert holds_typed(NAME, "## Hiring with Lotte", frozenset())
 
 
-def without_and_with(make_kb: Any, notes: dict[str, str], question: str, old: str,
-                     new: str) -> tuple[tuple[Support, list[float]], tuple[Support, list[float]]]:
-    """The support for ``question`` in two KBs: the notes as written, and with ``old``
-    replaced by ``new`` (the fact the notes lacked, now told)."""
-    told = {p: t.replace(old, new) for p, t in notes.items()}
-    return support_in(make_kb, notes, question, "told-0"), support_in(make_kb, told, question, "told-1")
+def assert_told_only_with(make_kb: Any, notes: dict[str, str], question: str, old: str, new: str,
+                          kind: str, answer: str, gap_above: float = 0.0) -> None:
+    """Two KBs: the notes as written and with ``old`` replaced by ``new`` (the fact they
+    lacked, now told). In the first ``question`` expects ``kind`` and finds no token of it
+    (its typed gap above ``gap_above``); in the second the reader takes ``answer``."""
+    missing, x = support_in(make_kb, notes, question, "told-0")
+    told, x2 = support_in(make_kb, {p: t.replace(old, new) for p, t in notes.items()}, question, "told-1")
+    assert missing.expects == kind and missing.answer_at is None
+    assert x[FEATURES.index("typed_missing")] > gap_above
+    assert x2[FEATURES.index("typed_missing")] == 0.0 and answer in (told.answer_at or "")
 
 
 INTERN_NOTES = {
@@ -1693,12 +1697,9 @@ INTERN_NOTES = {
 def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any) -> None:
     """"Which intern did we hire for the autumn?" abstains while the notes only want one, and
     is answered once they name her; "the contact nurse changes them on Mondays" names no one."""
-    (wanted, x), (named, x2) = without_and_with(
-        make_kb, INTERN_NOTES, "Which intern did we hire for the autumn?",
-        "design schools.", "design schools. We hired Ana Ruiz as an intern.")
-    assert wanted.expects == NAME and wanted.answer_at is None
-    assert x[FEATURES.index("typed_missing")] > 0.0
-    assert x2[FEATURES.index("typed_missing")] == 0.0 and "Ana Ruiz" in (named.answer_at or "")
+    assert_told_only_with(make_kb, INTERN_NOTES, "Which intern did we hire for the autumn?",
+                          "design schools.", "design schools. We hired Ana Ruiz as an intern.",
+                          NAME, "Ana Ruiz")
     assert not holds_typed(NAME, "the contact nurse changes them on Mondays", frozenset())
     assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
 
@@ -1790,12 +1791,9 @@ def test_the_measured_thing_must_be_in_the_notes(make_kb: Any) -> None:
     assert measured("How long is the salt tern uses?") == "salt"
     assert measured("How old was my car when I sold it?") == "car"
     assert measured("How many days are left?") is None
-    (missing, x), (found, x2) = without_and_with(
+    assert_told_only_with(
         make_kb, TERN_CRYPTO, "How long is the salt tern uses when it derives a key from my passphrase?",
-        "with Argon2id.", "with Argon2id and a salt 16 bytes long.")
-    assert missing.expects == QUANTITY and missing.answer_at is None
-    assert x[FEATURES.index("typed_missing")] > 0.2
-    assert x2[FEATURES.index("typed_missing")] == 0.0 and "16 bytes" in (found.answer_at or "")
+        "with Argon2id.", "with Argon2id and a salt 16 bytes long.", QUANTITY, "16 bytes", gap_above=0.2)
 
 
 TERN_RELEASES = {
@@ -1826,12 +1824,9 @@ def test_another_release_dates_nothing_of_the_asked_one(make_kb: Any) -> None:
     for sent in ("tern 3.0.1 came out in May.", "It needs Linux kernel 4.19.", "Work on 3.0 has begun."):
         assert not _other_release(sent, asked), sent
     assert not _other_release("tern 1.5 came out in 2021.", _releases("When did tern 1.x ship?"))
-    (other, x), (told, x2) = without_and_with(
-        make_kb, TERN_RELEASES, "When is tern 3.0 going to be released?",
-        "Work on 3.0 has begun.", "tern 3.0 is due on 2025-09-01.")
-    assert other.expects == DATE and other.answer_at is None
-    assert x[FEATURES.index("typed_missing")] > 0.2
-    assert x2[FEATURES.index("typed_missing")] == 0.0 and "2025-09-01" in (told.answer_at or "")
+    assert_told_only_with(make_kb, TERN_RELEASES, "When is tern 3.0 going to be released?",
+                          "Work on 3.0 has begun.", "tern 3.0 is due on 2025-09-01.",
+                          DATE, "2025-09-01", gap_above=0.2)
 
 
 def test_an_identifier_is_no_time_amount_or_measure() -> None:
