@@ -986,11 +986,15 @@ _MEASURE_WORDS = frozenset(
     + "am pm a.m. p.m. people persons times x percent".split())
 
 
+#: A colour's hex code; three letters need a digit among them ("#0af", not the tag "#ace").
+_HEX_COLOUR = re.compile(r"#(?:[0-9a-fA-F]{6}|(?=[a-fA-F]*\d)[0-9a-fA-F]{3})\b")
+
+
 def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a number that may be an identifier: not a clock reading, a year, an
     amount of money or a measure ("leaves 07:10", "in 2024", "3 280 kr", "8 kg")?"""
-    if re.search(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b", text):
-        return True  # a colour's hex code: "#2F5D3A"
+    if _HEX_COLOUR.search(text):
+        return True  # a colour's hex code: "#2F5D3A", "#0af"
     text = re.sub(r"(?<=\d)[ \u00a0\u202f](?=\d{3}\b)", "", text)  # "3 280 kr": one number
     for m in _NUMBER.finditer(text):
         tok = m.group(0).strip().lower()

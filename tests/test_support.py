@@ -1875,6 +1875,8 @@ def test_a_code_is_answered_by_an_identifier() -> None:
     assert not holds_typed(colour, "Their brand colours are a deep green and a warm cream.", asked)
     for text in ("brand green: #2F5D3A", "print it as Pantone 3435 C", "the door code is 4711"):
         assert holds_typed(colour, text, asked), text
+    assert holds_typed(colour, "accent #0af", asked)
+    assert not holds_typed(colour, "tagged #ace and #bad", asked)
 
 
 FUCHSIA_SECTIONS = {
