@@ -171,6 +171,7 @@ class Support:
     speaker_gap: float = 0.0  # the asked part's share in said_by's words minus in speaker's
     said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
     answer_at: str | None = None  # the sentence whose token stands for the typed answer
+    kind_noun: str = ""  # the noun naming the answer's kind ("name", "time"), lower case
 
     @property
     def expects(self) -> str | None:
@@ -210,10 +211,13 @@ class Support:
         if self.speaker and self.said_by and self.other_speaker >= 0.5:
             return (f"found {_quoted(self.said or self.asked, 'and')} in what {self.said_by} said,"
                     f" nothing of it about {self.speaker}")
-        if self.unsupported:
+        # "What is the name of my dentist?": notes seldom write the kind's own noun, so its
+        # absence is not the gap to name; the missing name is.
+        unsupported = [w for w in self.unsupported if w.lower() != self.kind_noun or not self.expects]
+        if unsupported:
             subject = self.about or self.found
             head = f"found {_quoted(subject, 'and')}, " if subject else ""
-            return f"{head}nothing on {_quoted(self.unsupported)}"
+            return f"{head}nothing on {_quoted(unsupported)}"
         if self.expects and self.typed_missing >= 0.5:
             near = self.near or self.about or self.found
             what = self.expects_what
@@ -2129,6 +2133,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
+                   kind_noun=(kind_word(query) or "") if kind is not None else "",
                    # Named only when the reader takes it for the answer (no typed gap left).
                    answer_at=_clip(answer_at) if answer_at and near_terms and _gap_ramp(typed) == 0
                    else None)
