@@ -171,7 +171,7 @@ class Support:
     speaker_gap: float = 0.0  # the asked part's share in said_by's words minus in speaker's
     said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
     answer_at: str | None = None  # the sentence whose token stands for the typed answer
-    kind_noun: str = ""  # the noun naming the answer's kind ("name", "time"), lower case
+    kind_noun: str = ""  # the noun naming the checked answer kind ("name", "time"); "" if none
 
     @property
     def expects(self) -> str | None:
@@ -213,7 +213,7 @@ class Support:
                     f" nothing of it about {self.speaker}")
         # "What is the name of my dentist?": notes seldom write the kind's own noun, so its
         # absence is not the gap to name; the missing name is.
-        unsupported = [w for w in self.unsupported if w.lower() != self.kind_noun or not self.expects]
+        unsupported = [w for w in self.unsupported if w.lower() != self.kind_noun]
         if unsupported:
             subject = self.about or self.found
             head = f"found {_quoted(subject, 'and')}, " if subject else ""
@@ -895,7 +895,7 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     head = _content(words)
     if head and head[-1] in _MONEY_NOUNS and expected.kind == QUANTITY:
         return replace(expected, units=MONEY_UNITS, money=True)
-    if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "code", "id")
+    if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "id")
             and expected.kind == QUANTITY):
         return replace(expected, identifier=True)
     if head[-2:-1] and head[-2] in _CODED and head[-1] in ("code", "codes"):
@@ -1137,8 +1137,6 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     return False
 
 
-#: A name right after "at" or "in": a place's or an organisation's ("at Buro Groen").
-_PLACED_NAME = re.compile(r"\b(?:at|in)\s+((?:[A-Z][\w'’\-]*)(?:\s+[A-Z][\w'’\-]*)*)")
 #: An email address.
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 #: A street address: "12 Elm Street", "Elm St", "Storgata 14", "Brouwerskaai 12", "rue de
@@ -1226,6 +1224,9 @@ def _written(sent: str) -> set[str]:
 #: workplace, a shop, a venue): "in" nests places ("Where did we stay in Lisbon?" is
 #: answered by "staying at Casa do Limoeiro in Alfama").
 _AT_NAME = re.compile(r"\bat\s+([A-Z][\w'’&\-]*)")
+#: The whole name after "at" or "in", for a question asking a person (:attr:`Expected.person`):
+#: a place's or an organisation's ("at Buro Groen", "in Alfama"), no person's.
+_PLACED_NAME = re.compile(r"\b(?:at|in)\s+((?:[A-Z][\w'’\-]*)(?:\s+[A-Z][\w'’\-]*)*)")
 #: Capitalised after "at" and no name: a date ("at Easter", "on Friday"), a sentence's "At the".
 _NOT_NAMES = _MONTHS | _DAYS | _WEEKDAYS | _SEASONS | STOPWORDS
 
@@ -2082,6 +2083,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                                                        dated=lambda h: note_dated(conn, h.path, props(h)),
                                                        speakers=speakers, props=props)
     kind = expected.kind
+    # The noun naming the answer's kind ("name", "colour"), when the kind is checked.
+    kind_noun = (kind_word(query) or "") if kind is not None else ""
     talk_gap, speaker, said_by, said = speaker_gap(query, top, terms, idf, patterns)
     # A name the question writes is in none of the top hits, nor in their notes' other hits:
     # the token the reader found is another thing's ("How much disk space does a Rust for
@@ -2109,7 +2112,6 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # must be missing, since a note says one word another way as often as not ("Which editor
     # do I *use*?": "Neovim, with ...").
     if kind is not None and asks_thing(query):
-        kind_noun = kind_word(query)
         plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
         if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
             typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None
@@ -2133,7 +2135,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
-                   kind_noun=(kind_word(query) or "") if kind is not None else "",
+                   kind_noun=kind_noun,
                    # Named only when the reader takes it for the answer (no typed gap left).
                    answer_at=_clip(answer_at) if answer_at and near_terms and _gap_ramp(typed) == 0
                    else None)
