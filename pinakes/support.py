@@ -172,6 +172,7 @@ class Support:
     said: list[str] = field(default_factory=list)  # the asked words said_by's sentence holds
     answer_at: str | None = None  # the sentence whose token stands for the typed answer
     kind_noun: str = ""  # the noun naming the checked answer kind ("name", "time"); "" if none
+    absent: float = 0.0  # the share of the query's terms that no chunk of the KB holds
 
     @property
     def expects(self) -> str | None:
@@ -189,9 +190,9 @@ class Support:
         return _gap_ramp(self.typed_gap)
 
     @property
-    def features(self) -> tuple[float, float, float, float]:
-        """``(asked_gap, unknown_name, typed_missing, other_speaker)`` for the calibrator."""
-        return self.gap, 1.0 if self.unknown else 0.0, self.typed_missing, self.other_speaker
+    def features(self) -> tuple[float, float, float, float, float]:
+        """``(asked_gap, unknown_name, absent, typed_missing, other_speaker)`` for the calibrator."""
+        return self.gap, 1.0 if self.unknown else 0.0, self.absent, self.typed_missing, self.other_speaker
 
     @property
     def other_speaker(self) -> float:
@@ -2136,6 +2137,9 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
                    kind_noun=kind_noun,
+                   # "How do I fix a leaking tap?" put to a compiler's guide: "leaking" and "tap"
+                   # are in no note at all. A name the KB lacks is ``unknown``; this counts any word.
+                   absent=sum(1 for t in terms if df_of(t) == 0) / len(terms),
                    # Named only when the reader takes it for the answer (no typed gap left).
                    answer_at=_clip(answer_at) if answer_at and near_terms and _gap_ramp(typed) == 0
                    else None)

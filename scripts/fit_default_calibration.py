@@ -6,8 +6,7 @@ the calibration maps *those* rankings' evidence to a probability:
 
     .venv/bin/python scripts/fit_default_calibration.py --bench PATH/TO/2wiki \\
         --golden-kb PATH/TO/DOCS-KB PATH/TO/docs-golden.yaml \\
-        --golden-kb PATH/TO/NOTES-VAULT PATH/TO/vault-golden.yaml \\
-        --conversation-kb benchmarks/two-friends/kb benchmarks/two-friends/golden.yaml
+        --golden-kb PATH/TO/NOTES-VAULT PATH/TO/vault-golden.yaml
 
 It fits with the KB defaults (``graph_channel = "auto"``: ``ppr`` when the
 graph plugins are installed), so the default search reports a calibrated
@@ -20,15 +19,24 @@ confidence and abstains. Sources, each counting equally whatever its size:
   near-miss unanswerable questions. The folder is copied into ``--work``,
   initialised with the defaults (``pnk init``) and synced there, so the
   source is never written to and later runs reuse the copy's embeddings;
-* cross-domain negatives: the 2Wiki questions asked of the example KB, and
-  the example KB's questions asked of 2Wiki. Neither corpus can answer the
-  other's questions, so these teach the calibration what "nothing here"
-  looks like, which golden sets of in-domain questions never show it.
-
-* ``--conversation-kb FOLDER GOLDEN``: a conversation between named people
-  (``benchmarks/two-friends``), the one source of ``other_speaker``'s slope.
-  That feature is 0 on every source above, so it is fitted alone, on top of
-  the pooled model, which it leaves as it is.
+* the fixtures under ``benchmarks/`` (:data:`FIXTURES`; ``--no-fixtures``
+  leaves them out): eight small KBs of kinds a user points Pinakes at that
+  the golden sets above do not cover (chat logs, conversations between
+  named people, an assistant's memory, a small vault, an outliner's journal,
+  a Notion export, a tool's docs), each with near misses. They are where
+  ``other_speaker`` varies (two-friends, four-sessions), so its slope is
+  fitted with the rest. With them the fit leans less on the top cosine, whose
+  scale differs from one kind of KB to the next, and reads a kind of KB it
+  never saw better (docs/benchmarks.md, "Fixtures and everyday questions in
+  the fit");
+* cross-domain negatives, one source: the 2Wiki questions asked of the
+  example KB, the example KB's questions asked of 2Wiki, and the everyday
+  questions of ``benchmarks/off-topic/fit.txt`` ("How do I fix a leaking
+  tap?") asked of every KB above. No KB here can answer another's questions
+  or those, so they teach the calibration what "nothing here" looks like,
+  which golden sets of in-domain questions never show it. The everyday
+  questions are plain words with no name in them; without them a fit that
+  has seen the fixtures answers most of them at 0.4-0.6.
 
 Then it reports, per golden set: near-miss abstention (unanswerable questions
 under ``abstain_below``), the false-abstain rate (answerable questions whose
@@ -47,7 +55,6 @@ writing. Delete ``--work`` after a change to what sync stores.
 from __future__ import annotations
 
 import argparse
-import functools
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -66,7 +73,6 @@ from pinakes.evaluation.calibration import (
     expected_calibration_error,
     fit_calibration,
     fit_logistic,
-    fit_offset_slope,
 )
 from pinakes.evaluation.dataset import (
     dataset_relevant,
@@ -74,7 +80,7 @@ from pinakes.evaluation.dataset import (
     load_dataset,
     materialise,
 )
-from pinakes.evaluation.golden import load_golden, resolve_documents
+from pinakes.evaluation.golden import Question, load_golden, resolve_documents
 from pinakes.evaluation.runner import Setting, run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,16 +88,14 @@ ROOT = Path(__file__).resolve().parents[1]
 #: pulls towards this one) because this calibration meets KBs it never saw, and at 3 it
 #: reads a set the fit left out better (leave-one-set-out ECE vault-dev 0.164 -> 0.121,
 #: docs-dev 0.096 -> 0.093; the example KB 0.152 -> 0.156) and the chat-log fixture, which
-#: no fit sees, goes 0.133 -> 0.090; at 10 that fixture reaches 0.050, but vault-dev's own
+#: no fit saw then, goes 0.133 -> 0.090; at 10 that fixture reaches 0.050, but vault-dev's own
 #: near misses fall to 33 % abstained (docs/benchmarks.md, "Near misses").
 SHIPPED_L2 = 3.0
-#: The ridge penalty of ``other_speaker``'s slope, fitted alone on the conversation KB. At 1
-#: the slope was -3.01 and, 5-fold on two-friends, 57 % of its near misses abstained; at 0.3
-#: it is -3.79: 67 % (false abstentions 0 -> 2.5 %, ECE 0.142 -> 0.110). On conversations no
-#: fit sees it reads better too: two-friends written as 'Ines said, "..."' 47 -> 67 % of
-#: near misses, four-sessions 62 -> 85 % and 54 -> 69 %, each with one false abstention
-#: of ~40 (docs/benchmarks.md, "The speaker slope's penalty").
-CONVERSATION_L2 = 0.3
+#: The fixtures pooled into the fit, as (folder under ``benchmarks/``, its KB folder). The
+#: four-sessions fixture's second copy (dates in front matter) stays out: the same questions.
+FIXTURES = (("chat-log", "kb"), ("two-friends", "kb"), ("four-sessions", "kb-heading-dates"),
+            ("assistant-log", "kb"), ("small-vault", "kb"), ("tool-docs", "kb"),
+            ("outliner-vault", "kb"), ("notion-export", "kb"))
 
 
 @dataclass
@@ -163,51 +167,13 @@ def mean_rates(ps: list[np.ndarray], s: Source, below: float) -> tuple[float, fl
             float(np.mean(eces)), float(np.std(eces)))
 
 
-def _conversation_slope(cal, folder: Path, golden: Path, work: Path, kb: KB, setting, x: np.ndarray,  # type: ignore[no-untyped-def]
-                        below: float) -> str:
-    """Fit ``other_speaker``'s slope on a conversation KB, every other slope held; a report.
-
-    The feature is 0 on every other source (none is a conversation between
-    named people), so the pooled fit leaves its slope at 0; here it is fitted
-    alone on top of the pooled model's logits (:func:`fit_offset_slope`).
-    Reported: the conversation set's near-miss abstention / false-abstain /
-    ECE without and with the slope, in sample and 5-fold (the slope refitted
-    without each fold).
-    """
-    j = FEATURES.index("other_speaker")
-    if np.any(x[:, j] != 0):
-        raise SystemExit("other_speaker is not 0 on the pooled sources: fit it with them instead")
-    talk = synced_copy(folder, work)
-    talk._embedder = kb.embedder
-    g = load_golden(golden)
-    s = _source(golden.resolve().parent.name,
-                run_eval(talk, g.questions, resolve_documents(talk, g.questions), setting), True)
-    offset = ((s.x - cal.mean) / cal.scale) @ cal.coef + cal.intercept  # the pooled model's logits
-    raw = s.x[:, j]
-    fit = functools.partial(fit_offset_slope, l2=CONVERSATION_L2)
-    slope = fit(offset, raw, s.y)
-    fold = np.random.default_rng(0).integers(0, 5, len(s.y))
-    held = np.zeros(len(s.y))
-    for f in range(5):
-        tr = fold != f
-        held[~tr] = _sigmoid(offset[~tr] + fit(offset[tr], raw[tr], s.y[tr]) * raw[~tr])
-    cal.coef[j] = slope * cal.scale[j]
-    cells = [_cell(*rates(np.asarray(p), s, below))
-             for p in (_sigmoid(offset), _sigmoid(offset + slope * raw), held)]
-    return (f"\nother_speaker on {s.name} ({len(s.y)} questions, {int((raw > 0).sum())} with a gap): "
-            f"slope {slope:+.2f} per unit of gap\n  near-miss / false-abstain / ECE: without it "
-            f"{cells[0]}; with it {cells[1]} (in sample), {cells[2]} (5-fold)")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="a 2Wiki dataset folder (corpus.jsonl, queries.jsonl)")
     ap.add_argument("--golden-kb", nargs=2, action="append", default=[], metavar=("FOLDER", "GOLDEN"),
                     help="a KB folder (copied, never written to) and its golden set; repeatable")
-    ap.add_argument("--conversation-kb", nargs=2, default=None, metavar=("FOLDER", "GOLDEN"),
-                    help="a KB of conversations between named people and its golden set: the one "
-                         "source of the other_speaker slope (0 on every other source), fitted "
-                         "with every other slope held")
+    ap.add_argument("--no-fixtures", action="store_true",
+                    help="leave the fixtures under benchmarks/ out of the fit")
     ap.add_argument("--work", type=Path, default=None,
                     help="where the copies and the 2Wiki KB live (default: the dataset cache)")
     ap.add_argument("--out", default=None, help="write here instead of pinakes/data/")
@@ -228,8 +194,13 @@ def main() -> None:
     md.kb._embedder = kb.embedder
     sources.append(_source("2wiki", run_eval(md.kb, md.dataset.questions, dataset_relevant(md),
                                              setting), False))
-    for folder, golden in args.golden_kb:
+    fixtures = [] if args.no_fixtures else [
+        (ROOT / "benchmarks" / name / kb_dir, ROOT / "benchmarks" / name / "golden.yaml")
+        for name, kb_dir in FIXTURES]
+    asked = [kb, md.kb]  # every KB of the fit, for the everyday questions
+    for folder, golden in [*args.golden_kb, *fixtures]:
         other = synced_copy(Path(folder), work)
+        asked.append(other)
         other._embedder = kb.embedder
         g = load_golden(Path(golden))
         sources.append(_source(Path(golden).resolve().parent.name,
@@ -241,8 +212,13 @@ def main() -> None:
 
     a = _source("cross-domain", run_eval(kb, off_topic(md.dataset.questions), {}, setting), False)
     b = _source("cross-domain", run_eval(md.kb, off_topic(gs.questions), {}, setting), False)
-    cross = Source("cross-domain", np.vstack([a.x, b.x]), np.concatenate([a.y, b.y]),
-                   np.concatenate([a.unanswerable, b.unanswerable]), False)
+    lines = (ROOT / "benchmarks" / "off-topic" / "fit.txt").read_text(encoding="utf-8").splitlines()
+    everyday = [Question(f"off-topic-{i}", line.strip(), "unanswerable", ())
+                for i, line in enumerate(lines) if line.strip()]
+    pairs = np.vstack([a.x, b.x])  # the two corpora's questions asked of each other (the anchors)
+    parts = [a, b, *(_source("cross-domain", run_eval(other, everyday, {}, setting), False) for other in asked)]
+    cross = Source("cross-domain", np.vstack([p.x for p in parts]), np.concatenate([p.y for p in parts]),
+                   np.concatenate([p.unanswerable for p in parts]), False)
     assert cross.y.sum() == 0
     sources.append(cross)
 
@@ -258,10 +234,6 @@ def main() -> None:
         source=f"{sizes}; each source an equal share; graph channel {channel}")
     below = float(DEFAULTS["retrieval"]["abstain_below"])
     cal = fit.calibration
-    talk = None
-    if args.conversation_kb:
-        talk = _conversation_slope(cal, Path(args.conversation_kb[0]), Path(args.conversation_kb[1]),
-                                   work, kb, setting, x, below)
     print(f"features: {', '.join(FEATURES)}")
     print("coefficients (standardised): " + ", ".join(
         f"{f} {c:+.2f}" for f, c in zip(FEATURES, cal.coef, strict=True)))
@@ -303,15 +275,13 @@ def main() -> None:
         print(f"{name:14} " + " ".join(f"{c:>27}" for c in cells))
     print(f"\npooled: ECE {fit.ece_before:.3f} (raw cosine) -> {fit.ece_after:.3f} held out, "
           f"Brier {fit.brier_after:.3f}")
-    if talk:
-        print(talk)
     if args.dry_run:
         return
     out = Path(args.out) if args.out else ROOT / "pinakes" / "data" / f"calibration-{kb.config.embedder_id}.json"
     cal.meta["fitted_by"] = "scripts/fit_default_calibration.py"
     # Off-topic examples a KB's own fit (pnk eval --calibrate) adds to its golden set.
-    pick = np.random.default_rng(0).choice(len(cross.y), size=min(ANCHORS, len(cross.y)), replace=False)
-    cal.meta["anchors"] = [[round(float(v), 4) for v in row] for row in cross.x[np.sort(pick)]]
+    pick = np.random.default_rng(0).choice(len(pairs), size=min(ANCHORS, len(pairs)), replace=False)
+    cal.meta["anchors"] = [[round(float(v), 4) for v in row] for row in pairs[np.sort(pick)]]
     cal.save(out)
     print(f"wrote {out}")
 

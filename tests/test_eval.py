@@ -630,7 +630,7 @@ def test_example_kb_golden_set_calibration_and_abstention(writable_example_kb: K
     assert answered.confidence is not None and answered.confidence > 0.5
     assert not answered.abstained
     assert answered.to_dict()["confidence"] == round(answered.confidence, 4)
-    off_topic = kb.search("How long should I boil an egg for a soft yolk?")
+    off_topic = kb.search("How do I poach an egg?")  # benchmarks/off-topic/check.txt: never fitted
     assert off_topic.confidence is not None and off_topic.confidence < 0.25
     assert off_topic.abstained
 

@@ -135,7 +135,7 @@ def test_confidence_is_calibrated_with_the_default_channel_on(make_kb) -> None:
     res = kb.search("What alloy is the valve at Orla Quist's workplace made of?")
     assert res.channel == "ppr" and any(h.ranks.get("graph") for h in res.hits)
     assert res.confidence is not None and 0.0 <= res.confidence <= 1.0
-    off_topic = kb.search("How long should I boil an egg for a soft yolk?")
+    off_topic = kb.search("How do I tune a ukulele?")  # benchmarks/off-topic/check.txt: never fitted
     assert off_topic.confidence is not None and off_topic.confidence < 0.25
     assert off_topic.abstained
     # A calibration fitted with another channel does not claim to cover this one.

@@ -235,6 +235,19 @@ def test_a_name_the_notes_never_mention_is_unknown(coffee: KB) -> None:
     assert support_of(coffee, "WHAT DOES THE X100V COST?")[0].unknown == ["X100V"]
 
 
+def test_words_no_note_holds_are_absent(coffee: KB) -> None:
+    """An everyday question put to notes on other things has its words nowhere in the KB."""
+    tap, x_tap = support_of(coffee, "How do I fix a leaking tap?")
+    assert tap.absent == 1.0 and x_tap[FEATURES.index("absent")] == 1.0
+    assert tap.unknown == []  # no name among them: unknown_name cannot tell
+    # A question the notes answer, and a near miss on a subject they hold, find their words.
+    assert support_of(coffee, "How long does coffee steep in a French press?")[0].absent == 0.0
+    assert support_of(coffee, WHO)[0].absent == 0.0
+    # The share counts each word once: "leaking" is nowhere, "kettle" and "water" are.
+    kettle, _ = support_of(coffee, "Is my kettle leaking water?")
+    assert kettle.absent == pytest.approx(1 / 3)
+
+
 def test_a_month_is_a_date_not_an_unknown_name(make_kb: Any) -> None:
     """Notes date things as "2024-03-14": "in March" is no name the KB fails to mention."""
     kb = make_kb({"2024-03-14-chat.md": "# Chat\n\nI bought a Fuji X100V camera last week.\n"},

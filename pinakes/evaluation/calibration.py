@@ -10,9 +10,13 @@ per-query cost is a few dot products and one tiny SQL lookup:
     the top fused score as a share of the best score possible (rank 1 in
     the lexical, dense and any graph list at full evidence weight), so
     ``rrf_k`` and the channel weights cancel out;
-``cos_top1`` / ``cos_margin``
-    the best cosine over all chunks, and its lead over the second best (a
-    lone standout is surer than a crowd of near-ties);
+``cos_top1``
+    the best cosine over all chunks. Its lead over the second best was a
+    feature until 2026-12-05: it reads the corpus more than the question (a
+    ten-note KB or a one-passage-per-document one leads by a lot, a note cut
+    into many chunks ties with itself), and left out the sets the fit never
+    saw read better (docs/benchmarks.md, "Fixtures and everyday questions in
+    the fit");
 ``lex_cov_hit1`` / ``lex_cov_max``
     the share of the query's IDF mass that the fused top hit contains, and
     the best share any lexical candidate reaches (0 with no lexical list);
@@ -27,6 +31,11 @@ per-query cost is a few dot products and one tiny SQL lookup:
     kind it asks for (a number for "how many", a date for "when", a name for
     "who"). They are what tells a near miss (the notes name the subject,
     never the asked fact) from an answer;
+``absent``
+    the share of the question's words that no chunk of the KB holds, names or
+    not: an everyday question put to a compiler's guide ("How do I fix a
+    leaking tap?") has most of its words nowhere in it, while a near miss
+    and an answer both find theirs somewhere;
 ``other_speaker``
     in a conversation between named people, how much of the question only
     another speaker's words hold (:mod:`pinakes.support`).
@@ -75,11 +84,11 @@ from ..support import assess_search
 if TYPE_CHECKING:
     from ..kb import KB
 
-FEATURES = ("fused_top", "cos_top1", "cos_margin", "lex_cov_hit1", "lex_cov_max", "agreement",
-            "asked_gap", "unknown_name", "typed_missing", "other_speaker")
+FEATURES = ("fused_top", "cos_top1", "lex_cov_hit1", "lex_cov_max", "agreement",
+            "asked_gap", "unknown_name", "absent", "typed_missing", "other_speaker")
 #: Bumped whenever a feature's definition changes: an older file no longer applies (a KB's own
 #: then gives way to the shipped one until refitted: :func:`load_in_force`).
-FEATURE_SET = "v7:" + ",".join(FEATURES)
+FEATURE_SET = "v8:" + ",".join(FEATURES)
 CALIBRATION_VERSION = 1
 #: How hard a KB's own fit is pulled towards the shipped calibration's slopes (see
 #: :func:`fit_logistic`); 20 gave the best held-out Brier score on the example KB.
@@ -119,13 +128,7 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
     hybrid_top = getattr(lists, "hybrid_top", None)
     top_score = float(hybrid_top) if hybrid_top is not None else (float(hits[0].score) if hits else 0.0)
     fused_top = top_score * (rrf_k + 1.0) / best if hits and best > 0 else 0.0
-    if len(cosines) >= 2:
-        two = np.partition(cosines, len(cosines) - 2)[-2:]
-        cos1, cos2 = float(max(two)), float(min(two))
-    elif len(cosines) == 1:
-        cos1, cos2 = float(cosines[0]), 0.0
-    else:
-        cos1 = cos2 = 0.0
+    cos1 = float(np.max(cosines)) if len(cosines) else 0.0
     # Raw coverage, whatever weighting fusion applied (older search code: the weights).
     lex_w = getattr(lists, "coverage", None) or weights.get("lexical", {})
     if "lexical" not in ranked:
@@ -145,9 +148,9 @@ def extract_features(kb: KB, hits: Sequence[Any], lists: Any, cosines: np.ndarra
             docs = {int(r[0]): int(r[1]) for r in rows}
             agreement = 1.0 if a in docs and docs.get(a) == docs.get(b) else 0.0
     support = assess_search(kb, hits, lists)
-    gap, unknown, typed, other = support.features if support is not None else (0.0, 0.0, 0.0, 0.0)
+    gap, unknown, absent, typed, other = support.features if support is not None else (0.0,) * 5
     return np.array(
-        [min(fused_top, 2.0), cos1, cos1 - cos2, lex_hit1, lex_max, agreement, gap, unknown, typed, other],
+        [min(fused_top, 2.0), cos1, lex_hit1, lex_max, agreement, gap, unknown, absent, typed, other],
         dtype=np.float64,
     )
 
@@ -306,30 +309,6 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 100
         if float(np.max(np.abs(step))) < 1e-8:
             break
     return mean, scale, w[:-1], float(w[-1])
-
-
-def fit_offset_slope(offset: np.ndarray, x: np.ndarray, y: np.ndarray, l2: float = 1.0,
-                     iters: int = 50) -> float:
-    """The slope of one raw feature ``x`` on top of a fitted model's logits ``offset``.
-
-    For a feature that is 0 on every source of the main fit (``other_speaker``:
-    only a conversation between named people makes it non-zero), the main fit
-    cannot say what it is worth, and pooling a conversation KB into it would
-    move every other slope too. So the other slopes stay as fitted and this one
-    is fitted alone, on a source where the feature varies, by Newton's method
-    with an L2 penalty.
-    """
-    off = np.asarray(offset, dtype=np.float64)
-    xa = np.asarray(x, dtype=np.float64)
-    ya = np.asarray(y, dtype=np.float64)
-    b = 0.0
-    for _ in range(iters):
-        p = _sigmoid(off + b * xa)
-        step = (float(((p - ya) * xa).sum()) + l2 * b) / (float((p * (1 - p) * xa * xa).sum()) + l2)
-        b -= step
-        if abs(step) < 1e-10:
-            break
-    return b
 
 
 def expected_calibration_error(p: Sequence[float], y: Sequence[float], bins: int = 10) -> float:
