@@ -2090,7 +2090,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # A name the question writes is in none of the top hits, nor in their notes' other hits:
     # the token the reader found is another thing's ("How much disk space does a Rust for
     # Linux build need?" against "a Fuchsia checkout and build takes 46G").
-    missing = [t for t in unsupported if t in named] if kind is not None else []
+    # Past a comma a question may list more asks ("..., and for a compiler built with full
+    # debuginfo for GDB?"): a name there may be another ask's, in another note.
+    main_ask = query.split(",", 1)[0]
+    missing = [t for t in unsupported if t in named and patterns[t].search(main_ask)
+               ] if kind is not None else []
     if missing:
         read = {h.path for h in top}
 

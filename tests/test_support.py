@@ -446,6 +446,12 @@ def test_a_number_for_another_thing_does_not_answer(make_kb: Any) -> None:
     fuchsia = kb.search(linux.replace("Linux", "Fuchsia"))
     assert not fuchsia.abstained and fuchsia.support is not None
     assert "46G" in (fuchsia.support["answer_at"] or "")
+    # Past a comma a question may ask more: a name there may be another ask's, held by a
+    # note past the top three, and the first ask's number still answers it.
+    both = "How much free disk space do I need with a C compiler and Python 3, and for the Linux integration?"
+    support, x = support_of(kb, both)
+    assert "Linux" in support.unsupported and x[FEATURES.index("typed_missing")] == 0.0
+    assert "30 GB" in (support.answer_at or "")
 
 
 TRIP = {
