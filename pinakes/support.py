@@ -234,7 +234,7 @@ class Support:
                 "expects_what": self.expects_what,
                 "typed_gap": round(self.typed_gap, 4), "speaker": self.speaker,
                 "said_by": self.said_by, "speaker_gap": round(self.speaker_gap, 4),
-                "answer_at": self.answer_at}
+                "absent": round(self.absent, 4), "answer_at": self.answer_at}
 
 
 def _clip(sentence: str, most: int = 160) -> str:

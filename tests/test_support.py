@@ -240,6 +240,8 @@ def test_words_no_note_holds_are_absent(coffee: KB) -> None:
     tap, x_tap = support_of(coffee, "How do I fix a leaking tap?")
     assert tap.absent == 1.0 and x_tap[FEATURES.index("absent")] == 1.0
     assert tap.unknown == []  # no name among them: unknown_name cannot tell
+    off_topic = coffee.search("How do I fix a leaking tap?")  # an agent reads it in the result
+    assert off_topic.support is not None and off_topic.support["absent"] == 1.0
     # A question the notes answer, and a near miss on a subject they hold, find their words.
     assert support_of(coffee, "How long does coffee steep in a French press?")[0].absent == 0.0
     assert support_of(coffee, WHO)[0].absent == 0.0
