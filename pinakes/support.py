@@ -623,13 +623,15 @@ def _normal(query: str) -> str:
     return _ABBREVIATED.sub(r"\1", low)
 
 
+@functools.lru_cache(maxsize=64)
 def kind_word(query: str) -> str | None:
     """The noun of the question that names its answer's kind ("name", "time", "colour"), if any.
 
     "What's my accountant's name?": the answer is a name, and a sentence that
     says "name" is no closer to it than one that does not (the answer token
     stands in for the word). :func:`typed_gap` therefore does not let this word
-    decide which sentence matches the question.
+    decide which sentence matches the question. Cached: :func:`typed_gap` and
+    :func:`assess` both read it for the same search.
     """
     low = _normal(query)
     for wh in _heads(low):
@@ -2031,6 +2033,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     about, about_toks = _about(query, names)
     asked = [t for t in terms if t not in about_toks]
     idf = idf_of(terms)
+    df = {t: df_of(t) for t in terms}  # how many chunks hold each term; 0: none in the KB
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
     top = list(hits[:SUPPORT_HITS])
@@ -2075,7 +2078,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like:
             named.add(low)
-        if name_like and df_of(low) == 0:
+        if name_like and df[low] == 0:
             unknown.append(word)
     # "How many times has Ines ...": a speaker's doings are counted like the asker's own.
     speakers = frozenset(m.group(1).split()[0].lower() for h in top for m in _TURN.finditer(h.text)
@@ -2143,7 +2146,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    kind_noun=kind_noun,
                    # "How do I fix a leaking tap?" put to a compiler's guide: "leaking" and "tap"
                    # are in no note at all. A name the KB lacks is ``unknown``; this counts any word.
-                   absent=sum(1 for t in terms if df_of(t) == 0) / len(terms),
+                   absent=sum(1 for t in terms if df[t] == 0) / len(terms),
                    # Named only when the reader takes it for the answer (no typed gap left).
                    answer_at=_clip(answer_at) if answer_at and near_terms and _gap_ramp(typed) == 0
                    else None)
