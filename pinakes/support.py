@@ -2012,6 +2012,23 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
 # --- the measurement ---------------------------------------------------------------------
 
 
+#: A question word, where a question's ask begins ("In 2019, *how* much ...").
+_ASK_WORD = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b", re.IGNORECASE)
+
+
+def first_ask(query: str) -> str:
+    """The question up to the comma that ends its first ask.
+
+    "How much disk space ..., and for the Linux integration?" asks twice; the names past the
+    comma may be another ask's. A phrase set before the question word ("In 2019, how much did
+    the Figma plan cost?") is no ask of its own: the first ask runs on past its comma.
+    """
+    word = _ASK_WORD.search(query)
+    start = word.start() if word and "," in query[:word.start()] else 0
+    end = query.find(",", start)
+    return query if end < 0 else query[:end]
+
+
 def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: int,
            idf_of: Any, df_of: Any, tokenizer: str = "porter",
            later: Callable[[set[str]], list[str]] | None = None) -> Support:
@@ -2095,7 +2112,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # Linux build need?" against "a Fuchsia checkout and build takes 46G").
     # Past a comma a question may list more asks ("..., and for a compiler built with full
     # debuginfo for GDB?"): a name there may be another ask's, in another note.
-    main_ask = query.split(",", 1)[0]
+    main_ask = first_ask(query)
     missing = [t for t in unsupported if t in named and patterns[t].search(main_ask)
                ] if kind is not None else []
     if missing:

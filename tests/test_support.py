@@ -454,6 +454,10 @@ def test_a_number_for_another_thing_does_not_answer(make_kb: Any) -> None:
     support, x = support_of(kb, both)
     assert "Linux" in support.unsupported and x[FEATURES.index("typed_missing")] == 0.0
     assert "30 GB" in (support.answer_at or "")
+    # A phrase before the question word is no ask of its own: the name after its comma is
+    # the first ask's.
+    support, x = support_of(kb, "These days, how much disk space does a checkout and build of the Linux integration need?")
+    assert "Linux" in support.unsupported and x[FEATURES.index("typed_missing")] == 1.0
 
 
 TRIP = {
