@@ -148,6 +148,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 #: A lower-case word with digits between letters is shorthand for words ("seq2seq" for
 #: "sequence-to-sequence", "i18n", "k8s"), not a name: notes often spell it out.
 _NUMERONYM = re.compile(r"[a-z]+\d+[a-z]+")
+#: An ordinal in figures: "10th", "21st", "2nd".
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
 #: are initials and units, and a trigram index cannot count them at all).
 MIN_UNKNOWN_CHARS = 3
@@ -338,6 +340,9 @@ class Expected:
     clock: bool = False
     #: "my finish time": a clock reading answers as well as a duration ("1:58:42").
     span: bool = False
+    #: "What year was the boiler put in?": only a year answers ("2011", "last year"), not a
+    #: day, a month or a season ("every autumn").
+    year: bool = False
     #: "How much did it cost?": a currency sign on the number answers ("$499").
     money: bool = False
     #: "Who gave Ines the easel?": a relation answers as well as a name ("my grandmother").
@@ -374,6 +379,8 @@ class Expected:
             return "time of day"
         if self.span:
             return "duration"
+        if self.year:
+            return "year"
         if self.identifier:
             return "identifying number"
         if self.address:
@@ -465,6 +472,9 @@ _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
                    r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
+#: A year counted from the note's own date: "last year", "three years ago".
+_YEAR_AGO = re.compile(r"\b(?:this|last|next)\s+year\b|\b(?:\d+|an?|one|two|three|four|five|six|seven|"
+                       r"eight|nine|ten|a\s+few|several)\s+years?\s+ago\b", re.IGNORECASE)
 #: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's
 #: own (a journal day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
@@ -519,10 +529,14 @@ _WEEKDAYS = frozenset([*_WEEK, *(d + "s" for d in _WEEK), "weekend", "weekends",
                        "weekdays"])
 #: "what's", "who's", "when's": the wh-word and "is", read as written out.
 _CONTRACTED = re.compile(r"\b(what|who|where|when|which|how)'s\b")
-#: "When is <someone's / my / the next> <event>?": a date the notes must write (no verb
-#: after: "when is my code re-embedded" asks a condition, "when is it worth ..." too).
-_SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the\s+next|[\w\-]+'s)"
-                        r"(?:\s+(?![\w\-]*(?:ed|en)\b)[\w\-']+){1,4}\s*\??$")
+#: "When is <someone's / my / the> <event>?": a date the notes must write (no verb after:
+#: "when is my code re-embedded" asks a condition, "when is the hook run" too, "when is it
+#: worth ..." too). "When is the Berlingo due its MOT?", "when is the kids' half-term?".
+_SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the|[\w\-]+'s|[\w\-]+s')"
+                        r"(?:\s+(?![\w\-]*(?:ed|en)\b|(?:run|set|built|sent|put|kept|made|done|read|hit"
+                        r"|cut|shut|split|spent|held|left|lost|found|sold|told|paid|bought|brought|met"
+                        r"|won|begun|stuck|hung|laid|said|thought|caught|taught|fed|led|shot)\b)"
+                        r"[\w\-']+){1,4}\s*\??$")
 #: "When is tern 3.0 going to be released?", "when will the app launch?": the date of a release
 #: to come, which a note writes out. Only a release: "when does the café open / the course
 #: start?" asks a time of day as often as a date, "when does such a test pass?" a condition.
@@ -577,6 +591,10 @@ _PRICED = re.compile(r"\b(?:" + "|".join(sorted(_MONEY_NOUNS | _MONEY_VERBS)) + 
 #: What answers "what time": a clock reading ("4:30", "9 am", "at noon").
 _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
                     r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)
+#: What a temperature is written in: "180C", "350°F", "200 fan", "21 degrees".
+TEMPERATURE_UNITS = ("°", "°c", "°f", "c", "f", "degree", "degrees", "celsius", "fahrenheit", "fan")
+#: A temperature given as a setting, with no unit: "temperature 0.7", "temperature: 0".
+_TEMPERATURE_SET = re.compile(r"\btemperature\b\W{0,3}\d", re.IGNORECASE)
 #: What answers "my finish time", "the build time": a duration (or a clock reading "1:58:42").
 SPAN_UNITS = ("s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes",
               "h", "hr", "hrs", "hour", "hours")
@@ -706,6 +724,12 @@ def _content(words: Sequence[str]) -> list[str]:
     return [w for w in words if w not in STOPWORDS]
 
 
+def _timed(word: str) -> bool:
+    """Does "<word> time" measure a span: "finish time", and "finishing time" alike?"""
+    return word in _DURATIONS or word.endswith("ing") and (
+        word[:-3] in _DURATIONS or word[:-3] + "e" in _DURATIONS)
+
+
 def _noun_kind(words: Sequence[str]) -> str | None:
     head = _content(words)
     if not head:
@@ -713,8 +737,10 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     h = head[-1]
     if h in _MEASURE or _METRIC_AT.fullmatch(h):
         return QUANTITY
-    if h in ("time", "times") and len(head) > 1 and head[-2] in _DURATIONS:
+    if h in ("time", "times") and len(head) > 1 and _timed(head[-2]):
         return QUANTITY  # "my finish time", "the build time": a span ("1:52:10", "40 minutes")
+    if h != "times":
+        h = _singular(h)  # "which days", "what dates": the kind of each one
     if h in _DATE_NOUNS:
         return DATE
     if h in _PLACE_NOUNS:
@@ -807,7 +833,10 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
             # something else ("one million tokens" for "how many entities") is not it.
             if head in _PERSONS:
                 return Expected(QUANTITY, _PERSONS)
-            return Expected(QUANTITY, tuple(dict.fromkeys((head, _singular(head)))))
+            # A word the question sets before the noun may stand between the number and the
+            # noun, or for the noun: "312 extra invoices", "9,800 reminder texts".
+            before = noun[:noun.index(head)] if head in noun else []
+            return Expected(QUANTITY, tuple(dict.fromkeys((head, _singular(head), *before))))
         if m.group(1) == "much" and _PRICED.search(main):
             return Expected(QUANTITY, MONEY_UNITS, money=True)  # "how much did it cost": "$499", "1,150 euros"
         return Expected(QUANTITY)
@@ -912,6 +941,11 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         kind = "email" if before in ("email", "e-mail", "mail") else "street" if (
             before in ("", "new", "old", "home", "postal", "street", "mailing", "current", "full")) else ""
         return replace(expected, address=kind)
+    if head and head[-1] == "temperature" and expected.kind == QUANTITY:
+        # "What temperature for the banana bread?": "180C", "350°F", "200 fan"; not "55 min".
+        return replace(expected, units=TEMPERATURE_UNITS)
+    if head and head[-1] in ("year", "years") and expected.kind == DATE:
+        return replace(expected, year=True)
     if not head or head[-1] not in ("time", "times"):
         return expected
     if expected.kind == QUANTITY:
@@ -945,13 +979,18 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
 
     An outliner writes a fact under the item it belongs to ("- long ride to Särö and
     back" / "\t- 62 km, 2 h 48 min"; "- renewed the insurance" / "\t- 412 kr/month now"):
-    the nested item tells more of its parent, as a next sentence that points back does.
-    -1 for an item at the outermost level, None for a paragraph, a row or a turn.
+    the nested item tells more of its parent, as a next sentence that points back does. A
+    line that leads straight into a list ("PE days (kit in school!)" / "- Ben: Tuesday and
+    Friday") is its outermost items' parent in the same way.
+    -1 for an item at the outermost level with no such line, None for a paragraph, a row or
+    a turn.
     """
     units: list[tuple[str, int | None]] = []
+    starts: set[int] = set()  # the units that open a block
     for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
         current: list[str] = []
         indent: int | None = None
+        starts.add(len(units))
         for line in block.split("\n"):
             line = re.sub(r"^\s*>\s?", "", line)
             if (_ITEM.match(line) or _TURN.match(line)) and current:
@@ -963,17 +1002,23 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
             current.append(line.strip())
         if current:
             units.append((" ".join(current), indent))
-    units = [u for u in units if u[0].strip()]
+    kept = [n for n, u in enumerate(units) if u[0].strip()]
+    opens = {i for i, n in enumerate(kept) if n in starts}
+    units = [units[n] for n in kept]
     parents: list[int | None] = []
     open_items: list[tuple[int, int]] = []  # (indent, paragraph) of the items still open
+    lead = -1  # the paragraph just before, in the same block: a line leading into a list
     for n, (_, indent) in enumerate(units):
+        if n in opens:
+            lead = -1
         if indent is None:
             open_items = []
             parents.append(None)
+            lead = n
             continue
         while open_items and open_items[-1][0] >= indent:
             open_items.pop()
-        parents.append(open_items[-1][1] if open_items else -1)
+        parents.append(open_items[-1][1] if open_items else lead)
         open_items.append((indent, n))
     return ([(n, s) for n, (u, _) in enumerate(units)
              for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()], parents)
@@ -1042,6 +1087,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         if expected.frequency and any(m.group(0).lower() not in asked  # "twice a week", "3x"
                                       for m in _FREQUENCY.finditer(text)):
             return True
+        if units == TEMPERATURE_UNITS and _TEMPERATURE_SET.search(text):
+            return True  # a model's sampling temperature has no unit
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:
@@ -1078,6 +1125,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         return False
     if kind == DATE and expected.clock:
         return any(m.group(0).lower() not in asked for m in _CLOCK.finditer(text))
+    if kind == DATE and expected.year:
+        return any(m.group(1) not in asked for m in _YEAR.finditer(text)) or bool(_YEAR_AGO.search(text))
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
             return True
@@ -1090,7 +1139,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             low = w.lower()
             if low in asked:
                 continue
-            if low in _DAYS or low in _SEASONS or (
+            if low in _DAYS or low in _WEEKDAYS or low in _SEASONS or (
                     low in _MONTHS and (w[0].isupper() or low not in ("may", "march"))):
                 return True
         return False
@@ -2087,9 +2136,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         written.setdefault(low, word)
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
-        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or word == low and _NUMERONYM.fullmatch(word):
+        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or word == low and (
+                _NUMERONYM.fullmatch(word) or _ORDINAL.fullmatch(word)):
             # "in March": notes date things many ways ("2024-03-14"); "seq2seq", "k8s":
-            # shorthand the notes may write out in full. Neither is a name.
+            # shorthand the notes may write out in full; "her 10th birthday": a count the
+            # notes may not write ("Elsa turns ten"). None is a name.
             continue
         name_like = (m.start() > 0 and word != low and not shouted) or (  # a capital past the first
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
