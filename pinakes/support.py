@@ -459,6 +459,9 @@ _DATED_NUMBER = re.compile(rf"\b{_MONTH_NAME}\.?\s+\d{{1,4}}(?:st|nd|rd|th)?(?:,
 _SEASONS = frozenset("summer winter autumn christmas easter thanksgiving halloween hanukkah "
                      "ramadan diwali eid midsummer".split())
 _WEEK = "monday tuesday wednesday thursday friday saturday sunday".split()
+#: Months' and weekdays' short forms, as dated lines write them ("1 Feb", "Sept", "Tue").
+_CALENDAR_SHORT = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed "
+                            "thu thur thurs fri sat sun".split())
 _DAYS = frozenset([*_WEEK, "yesterday", "today", "tomorrow"])
 # A number standing alone (not inside "x86_64", "M10P", "MRR@10", a path or a version's tail),
 # with an optional currency sign before and a short unit or % after ("46G", "100GB", "5%").
@@ -472,6 +475,10 @@ _RANGE_TAIL = re.compile(r"^\s*(?:-|–|to|or)\s*\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"(?<![\w.\-/])([1-9]\d{2}|1\d{3}|20\d\d)s?(?![\w@/]|[.,]\d)")
 _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
                    r"|\d{1,2}(?:st|nd|rd|th))(?!\w)")
+#: A wikilink, whose text names a note: "[[Annual checkup 2025]]", "[[Kenji Watanabe|Kenji]]".
+_WIKILINK = re.compile(r"\[\[[^\]\n]*\]\]")
+#: What says three figures are a year: "in 870", "AD 870", "870 BC".
+_ERA = re.compile(r"\b(?:in|AD|CE|c\.|circa)\s+\d{3}\b|\b\d{3}\s+(?:AD|BC|BCE|CE)\b")
 #: A year counted from the note's own date: "last year", "three years ago".
 _YEAR_AGO = re.compile(r"\b(?:this|last|next)\s+year\b|\b(?:\d+|an?|one|two|three|four|five|six|seven|"
                        r"eight|nine|ten|a\s+few|several)\s+years?\s+ago\b", re.IGNORECASE)
@@ -545,7 +552,8 @@ _RELEASE_DATE = re.compile(r"when\s+(?:is|are|will|does|do)\b(?:\s+[\w'’.\-]+)
 _AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|onto|beside)\s+"
                        r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
                        r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
-                       r"evening|night|weekend)\b)[a-z]", re.IGNORECASE)
+                       r"evening|night|weekend|first|third|fourth|last|next|following|previous|other)\b)"
+                       r"[a-z]", re.IGNORECASE)
 _FREQUENCY = re.compile(r"\b(?:once|twice|thrice|every|each)\b|\b(?:a|an|per)\s+(?:day|week|month|year|"
                         r"night|morning|evening|weekend|fortnight|hour)\b", re.IGNORECASE)
 #: Words that name a person by relation or role, in the singular and the plural.
@@ -591,6 +599,12 @@ _PRICED = re.compile(r"\b(?:" + "|".join(sorted(_MONEY_NOUNS | _MONEY_VERBS)) + 
 #: What answers "what time": a clock reading ("4:30", "9 am", "at noon").
 _CLOCK = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?![\d:])|\b\d{1,2}(?:[.:]\d\d)?\s?(?:[ap]m\b|[ap]\.m\.)"
                     r"|\b(?:noon|midday|midnight|morning|afternoon|evening|o'clock)\b", re.IGNORECASE)
+#: A rate's kind by the word before it, and what it is written in.
+_PERCENT = ("%", "percent", "pct")
+_RATES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys("interest tax vat error hit success failure conversion growth inflation churn "
+                    "discount savings mortgage bounce click response retention".split(), _PERCENT),
+    "heart": ("bpm", "beats"), "pulse": ("bpm", "beats")}
 #: What a temperature is written in: "180C", "350°F", "200 fan", "21 degrees".
 TEMPERATURE_UNITS = ("°", "°c", "°f", "c", "f", "degree", "degrees", "celsius", "fahrenheit", "fan")
 #: A temperature given as a setting, with no unit: "temperature 0.7", "temperature: 0".
@@ -934,6 +948,8 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         # "the colour codes of ...", "the door code": an identifier ("#2F5D3A", "4711"), which
         # a note without one ("a deep green") does not give.
         return Expected(QUANTITY, identifier=True)
+    if head[-2:] in (["ip", "address"], ["mac", "address"]):
+        return Expected(QUANTITY, identifier=True)  # "192.168.0.23", "a4:83:e7:..."
     if head and head[-1] == "address" and expected.kind == PLACE:
         # "my new address", "her home address": a street's; "his email address": an email's.
         # Other addresses ("the IP address", "a web address") are not read.
@@ -941,6 +957,9 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         kind = "email" if before in ("email", "e-mail", "mail") else "street" if (
             before in ("", "new", "old", "home", "postal", "street", "mailing", "current", "full")) else ""
         return replace(expected, address=kind)
+    if head[-2:-1] and head[-1] == "rate" and expected.kind == QUANTITY and head[-2] in _RATES:
+        # "What interest rate ...?": "4.1%", not the payment's "£1,020"; "resting heart rate": bpm.
+        return replace(expected, units=_RATES[head[-2]])
     if head and head[-1] == "temperature" and expected.kind == QUANTITY:
         # "What temperature for the banana bread?": "180C", "350°F", "200 fan"; not "55 min".
         return replace(expected, units=TEMPERATURE_UNITS)
@@ -1077,8 +1096,9 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
         return False  # "per week": "Long run: 28 km" is one run's, not a week's
     if kind == QUANTITY:
-        # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing.
-        text = _DATED_NUMBER.sub(" ", text)
+        # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing;
+        # nor does a note's name in a wikilink ("results in [[Annual checkup 2025]]").
+        text = _DATED_NUMBER.sub(" ", _WIKILINK.sub(" ", text))
         if expected.identifier:
             return _holds_identifier(text, asked)
         text = _VERSION_NUMBER.sub(" ", text)
@@ -1126,7 +1146,10 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     if kind == DATE and expected.clock:
         return any(m.group(0).lower() not in asked for m in _CLOCK.finditer(text))
     if kind == DATE and expected.year:
-        return any(m.group(1) not in asked for m in _YEAR.finditer(text)) or bool(_YEAR_AGO.search(text))
+        # Three figures are a year only said as one ("in 870", "870 AD"), not "page 140 of 410".
+        return any(m.group(1) not in asked and (len(m.group(1)) == 4 or _ERA.search(
+            text, max(0, m.start() - 6), min(len(text), m.end() + 4))) for m in _YEAR.finditer(text)
+        ) or bool(_YEAR_AGO.search(text))
     if kind == DATE:
         if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
             return True
@@ -1176,10 +1199,12 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
-        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS:
-            continue  # "in September", "on Fridays": a date, not the name a question asks for
+        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or low in _CALENDAR_SHORT:
+            continue  # "in September", "on Fridays", "1 Feb": a date, not the name a question asks for
         if w in _TASK_MARKERS:
             continue  # "TODO book the hotel": an outliner's task state
+        if w.isupper() and (low in _NUMBER_WORDS or low in STOPWORDS or low == "one"):
+            continue  # "only TWO plants", "NOT again": a common word stressed, no acronym
         if w.isupper() and _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()):
             continue  # "4,000 IU", "16 GB": a unit after its number, not a name
         if not w[1:].islower() and (not w[1:].isdigit() or w[0].isupper()):
@@ -1637,7 +1662,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # The kind's own noun keeps its share of the question but matches no sentence to it:
     # "my accountant's name" is not found in a sentence that only says "name".
     kind_noun = kind_word(query)
-    idf = {t: 0.0 if t == kind_noun else v for t, v in idf.items()}
+    # "What day of the week": both of the phrase's nouns name the kind.
+    kind_nouns = {kind_noun, "day", "week"} if kind == WEEKDAY else {kind_noun}
+    idf = {t: 0.0 if t in kind_nouns else v for t, v in idf.items()}
     # "Which client's invoices ...?": a note that is a client (in a "Clients" folder, titled
     # "Client: Museum Kanaalhuis", typed "client") answers with its own name.
     owner = re.match(r"\s*(?:which|what)\s+([a-z][\w\-]*)['’]s\b", query.lower())  # "which client's"
@@ -1819,7 +1846,14 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             label = (k < si and paragraph[k] == paragraph[si] and parents[paragraph[si]] is not None
                      and (k == 0 or paragraph[k - 1] != paragraph[k])
                      and len(sents[k].split()) <= LABEL_WORDS)
-            refers = k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k])) or label
+            # "1 Feb: apple tree in! Egremont Russet, from Fenwright's Garden Centre.": a short
+            # labelled line opening its paragraph ("<label>: ...") is a heading of sorts, as a
+            # list item's label is, and the sentence after it tells more of what it names. A
+            # short sentence of its own ("My running shoes are Saucony Rides.") is not.
+            opener = (k == si + 1 and paragraph[k] == paragraph[si] and len(sents[si].split()) <= LABEL_WORDS
+                      and ":" in sents[si] and (si == 0 or paragraph[si - 1] != paragraph[si]))
+            refers = (k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k])) or label
+                      or opener)
             own = ((both != matched[hi, si] or refers)
                    and (told or k in same or k in nested or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
@@ -2134,6 +2168,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         word = word[:-2] if word.lower().endswith("'s") else word
         low = word.lower()
         written.setdefault(low, word)
+        if low.split("'")[0] == "i" and not re.match(r"\s+[A-Z]", query[m.end():]):
+            continue  # "I've", "I'm": the asker, written with a capital ("I'll Be Going Now" a title)
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
         if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or word == low and (

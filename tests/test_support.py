@@ -679,6 +679,58 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     assert support.unknown == [] and "450g" in (support.answer_at or "")
 
 
+@pytest.mark.parametrize(("question", "text", "answers"), [
+    # A rate of interest is a share; a heart rate is beats a minute. A payment is neither.
+    ("What interest rate am I paying on my mortgage?", "| Mortgage (fixed until 2027) | £1,020 |", False),
+    ("What interest rate am I paying on my mortgage?", "Fixed at 4.1% until 2027.", True),
+    ("What was my resting heart rate?", "Resting heart rate 58 bpm.", True),
+    # A note's name in a wikilink is no reading.
+    ("What was my resting heart rate?", "GP checkup this morning, results in [[Annual checkup 2025]].", False),
+    ("How heavy is the boiler?", "Serviced in spring, see [[Boiler 30i]].", False),
+    ("How heavy is the boiler?", "The boiler weighs 30 kg, see [[Boiler]].", True),
+    # Three figures are a year only said as one.
+    ("What year did the novel come out?", "Gave up at page 140 of 410.", False),
+    ("In what year did Lothair die?", "He died in 869 at Piacenza.", True),
+    # "on the first Thursday" is when, not where.
+    ("Where does Oona's book club meet?", "We meet on the first Thursday of every month.", False),
+    ("Where does Oona's book club meet?", "We meet in the back room of the library.", True),
+    # An IP address is a number, not a room.
+    ("What's the printer's IP address?", "The printer is a Brother laser and sits in the study.", False),
+    ("What's the printer's IP address?", "Printer: 192.168.0.23 on the wifi.", True),
+    # A common word in capitals is stressed, not a name; a month's short form is a date.
+    ("Which variety of beans did I sow?", "Courgettes: only TWO plants this year.", False),
+    ("Which variety of beans did I sow?", "Beans: Scarlet Emperor, up the wigwam.", True),
+    ("Where did I get the apple tree from?", "1 Feb: apple tree in!", False),
+])
+def test_the_token_must_be_of_the_asked_kind(question: str, text: str, answers: bool) -> None:
+    asked = frozenset(w.strip("?'s") for w in question.lower().split())
+    assert holds_typed(answer_type(question), text, asked) is answers
+
+
+NOTES = {
+    "Kitchen.md": "# Kitchen remodel\n\nBudget: £18,500 in total, including a 10% contingency.\n",
+    "Garden.md": "# Garden\n\n1 Feb: apple tree in! Egremont Russet, bare root, from Fenwright's Garden "
+                 "Centre on Mill Lane.\n\n2 May: runner beans sown into bed 2.\n",
+    "Japanese.md": "# Learn Japanese\n\n- Weekly online lesson with my tutor [[Kenji]].\n"
+                   "- Anki: 15 new cards a day.\n",
+    "Kenji.md": "# Kenji\n\n- My Japanese tutor since November.\n- Lessons are online, Tuesdays at 19:00.\n",
+}
+
+
+def test_the_asker_a_labels_next_sentence_and_the_weekdays_phrase(make_kb: Any) -> None:
+    """"I've" is the asker, no name the notes lack; a short sentence opening its paragraph
+    is a label the next sentence tells more of; "day of the week" names the kind, so
+    "weekly" in another sentence is no asked word that the weekday's sentence lacks."""
+    kb = make_kb(NOTES, name="notes")
+    kb.sync()
+    support, _ = support_of(kb, "What's the total I've budgeted for the kitchen?")
+    assert support.unknown == [] and "18,500" in (support.answer_at or "")
+    support, x = support_of(kb, "Where did I get the apple tree from?")
+    assert "Fenwright" in (support.answer_at or "") and x[FEATURES.index("typed_missing")] == 0.0
+    support, x = support_of(kb, "What day of the week do I have my Japanese lesson?")
+    assert "Tuesdays" in (support.answer_at or "") and x[FEATURES.index("typed_missing")] == 0.0
+
+
 def test_a_counted_nouns_own_modifier_may_stand_next_to_the_number() -> None:
     """"How many extra invoices": "312 extra invoices" counts them, "41 clinics" does not;
     "how many reminder messages": "9,800 reminder texts" says the noun another way."""
