@@ -1278,6 +1278,18 @@ _SINGULAR = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine)\b")
 _NAME_WRITTEN = re.compile(r"(?<=\s)([A-Z][\w\-]*?)(?:'s|’s)?\b(?!['’]\w)")
 
 
+def _words(text: str) -> set[str]:
+    """The lower-case words of ``text`` ("Berlingo (Tomas's)" -> {"berlingo", "tomas"})."""
+    return {w.lower().split("'")[0] for w in _TOKEN.findall(text.replace("’", "'"))}
+
+
+def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> bool:
+    """Is ``hit`` a section of a note another section of which is headed by one of the
+    question's ``names``, while neither its own heading nor ``sent`` names any of them?"""
+    return (hit.path in headed and len(hit.heading_path) > 1
+            and not names & _words(hit.heading_path[-1]) and not names & _words(sent))
+
+
 def _writers_own(sent: str, names: set[str]) -> bool:
     """Is ``sent`` about its writer alone: the first person singular, none of ``names``
     (lower case), and no word for anybody or anything else ("he", "it", "my husband")?"""
@@ -1760,6 +1772,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     at_names = _at_names(query)
     labels: dict[int, list[str | None]] = {}
     releases = _releases(query)
+    # "When is the Berlingo due its MOT?": a note with a section headed by the name the
+    # question writes ("## Berlingo") tells of it there; a sibling section headed by another
+    # ("## Skoda": "MOT due again 22 Nov") tells of that one, unless its sentence names it.
+    written_names = {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    heading_names = {n for h in hits if len(h.heading_path) > 1 for n in written_names & _words(h.heading_path[-1])}
+    headed = {h.path for h in hits if len(h.heading_path) > 1 and heading_names & _words(h.heading_path[-1])}
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
@@ -1774,6 +1792,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
+                or hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 

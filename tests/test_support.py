@@ -731,6 +731,25 @@ def test_the_asker_a_labels_next_sentence_and_the_weekdays_phrase(make_kb: Any) 
     assert "Tuesdays" in (support.answer_at or "") and x[FEATURES.index("typed_missing")] == 0.0
 
 
+CARS = {
+    "Cars.md": "# Car maintenance\n\nTwo cars now: the Skoda is mine, the Berlingo is Tomas's.\n\n"
+               "## Skoda\n\n- MOT due again 22 Nov 2025, booked in for 17 Nov.\n- Tyres: 2.3 bar front.\n\n"
+               "## Berlingo\n\n- Bought from the Hallam dealership, mostly does tip runs.\n"
+               "- The left sliding door sticks when it is cold.\n",
+}
+
+
+def test_a_sibling_sections_date_is_another_things(make_kb: Any) -> None:
+    """"When is the Berlingo due its MOT?": the note heads a section "Berlingo", so the MOT
+    date under "Skoda" is the Skoda's. Asked of the Skoda, the same date answers."""
+    kb = make_kb(CARS, name="cars")
+    kb.sync()
+    support, _ = support_of(kb, "When is the Berlingo due its MOT?")
+    assert support.answer_at is None and kb.search("When is the Berlingo due its MOT?").abstained
+    support, _ = support_of(kb, "When is the Skoda due its MOT?")
+    assert "22 Nov 2025" in (support.answer_at or "")
+
+
 def test_a_counted_nouns_own_modifier_may_stand_next_to_the_number() -> None:
     """"How many extra invoices": "312 extra invoices" counts them, "41 clinics" does not;
     "how many reminder messages": "9,800 reminder texts" says the noun another way."""
