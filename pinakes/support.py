@@ -1285,9 +1285,10 @@ def _words(text: str) -> set[str]:
 
 def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> bool:
     """Is ``hit`` a section of a note another section of which is headed by one of the
-    question's ``names``, while neither its own heading nor ``sent`` names any of them?"""
-    return (hit.path in headed and len(hit.heading_path) > 1
-            and not names & _words(hit.heading_path[-1]) and not names & _words(sent))
+    question's ``names``, while neither its own headings (the note's title among them) nor
+    ``sent`` name any of them?"""
+    return (hit.path in headed and len(hit.heading_path) > 1 and not names & _words(sent)
+            and not any(names & _words(heading) for heading in hit.heading_path))
 
 
 def _writers_own(sent: str, names: set[str]) -> bool:
@@ -1777,7 +1778,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # ("## Skoda": "MOT due again 22 Nov") tells of that one, unless its sentence names it.
     written_names = {w.lower() for w in _NAME_WRITTEN.findall(query)}
     heading_names = {n for h in hits if len(h.heading_path) > 1 for n in written_names & _words(h.heading_path[-1])}
-    headed = {h.path for h in hits if len(h.heading_path) > 1 and heading_names & _words(h.heading_path[-1])}
+    headed = {h.path for h in hits if heading_names & _words(h.heading_path[-1])} if heading_names else set()
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
@@ -1792,7 +1793,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
-                or hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
+                or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 
