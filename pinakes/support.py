@@ -605,6 +605,10 @@ _RATES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys("interest tax vat error hit success failure conversion growth inflation churn "
                     "discount savings mortgage bounce click response retention".split(), _PERCENT),
     "heart": ("bpm", "beats"), "pulse": ("bpm", "beats")}
+#: What holds bytes, and what bytes are written in ("512Mi", "2 GB", "46G").
+_STORED = frozenset("memory ram disk storage heap ssd drive space".split())
+BYTE_UNITS = ("b", "byte", "bytes", "k", "kb", "kib", "ki", "m", "mb", "mib", "mi", "g", "gb", "gib", "gi",
+              "t", "tb", "tib", "ti", "kilobytes", "megabytes", "gigabytes", "terabytes")
 #: What a temperature is written in: "180C", "350°F", "200 fan", "21 degrees".
 TEMPERATURE_UNITS = ("°", "°c", "°f", "c", "f", "degree", "degrees", "celsius", "fahrenheit", "fan")
 #: A temperature given as a setting, with no unit: "temperature 0.7", "temperature: 0".
@@ -853,6 +857,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
             return Expected(QUANTITY, tuple(dict.fromkeys((head, _singular(head), *before))))
         if m.group(1) == "much" and _PRICED.search(main):
             return Expected(QUANTITY, MONEY_UNITS, money=True)  # "how much did it cost": "$499", "1,150 euros"
+        if _STORED.intersection(noun):
+            return Expected(QUANTITY, BYTE_UNITS)  # "how much disk space": "46G", "512 MiB"
         return Expected(QUANTITY)
     if main.startswith("how often"):
         return Expected(QUANTITY, frequency=True)
@@ -960,6 +966,12 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     if head[-2:-1] and head[-1] == "rate" and expected.kind == QUANTITY and head[-2] in _RATES:
         # "What interest rate ...?": "4.1%", not the payment's "£1,020"; "resting heart rate": bpm.
         return replace(expected, units=_RATES[head[-2]])
+    if head and head[-1] in _MEASURE and expected.kind == QUANTITY and _STORED.intersection(head[:-1]):
+        # "the memory limit", "the disk size": bytes ("512Mi", "2 GB"), not "12 pods" or "70%".
+        return replace(expected, units=BYTE_UNITS)
+    if head and head[-1] in ("port", "ports"):
+        # "Which port does Herald expose its metrics on?": a number ("9102"), not "Grafana".
+        return Expected(QUANTITY, identifier=True)
     if head and head[-1] == "temperature" and expected.kind == QUANTITY:
         # "What temperature for the banana bread?": "180C", "350°F", "200 fan"; not "55 min".
         return replace(expected, units=TEMPERATURE_UNITS)

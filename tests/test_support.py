@@ -697,6 +697,12 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     # An IP address is a number, not a room.
     ("What's the printer's IP address?", "The printer is a Brother laser and sits in the study.", False),
     ("What's the printer's IP address?", "Printer: 192.168.0.23 on the wifi.", True),
+    # A memory limit is in bytes; a port is a number, not the dashboard's name.
+    ("What memory limit is set on the billing pods?", "The autoscaler adds pods up to 12 above 70% CPU.", False),
+    ("What memory limit is set on the billing pods?", "Limits: 512Mi of memory per pod.", True),
+    ("How much disk space does a checkout need?", "A checkout takes about 30 minutes.", False),
+    ("Which port does Herald expose its metrics on?", "The dashboard is Herald / Delivery in Grafana.", False),
+    ("Which port does Herald expose its metrics on?", "Metrics are served on port 9102.", True),
     # A common word in capitals is stressed, not a name; a month's short form is a date.
     ("Which variety of beans did I sow?", "Courgettes: only TWO plants this year.", False),
     ("Which variety of beans did I sow?", "Beans: Scarlet Emperor, up the wigwam.", True),
