@@ -605,6 +605,9 @@ _RATES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys("interest tax vat error hit success failure conversion growth inflation churn "
                     "discount savings mortgage bounce click response retention".split(), _PERCENT),
     "heart": ("bpm", "beats"), "pulse": ("bpm", "beats")}
+#: A measure's extremes: "the largest message", "the minimum version", "the highest value".
+_SUPERLATIVES = frozenset("largest biggest smallest highest lowest longest shortest maximum minimum max "
+                          "min greatest heaviest lightest fastest slowest".split())
 #: What holds bytes, and what bytes are written in ("512Mi", "2 GB", "46G").
 _STORED = frozenset("memory ram disk storage heap ssd drive space".split())
 BYTE_UNITS = ("b", "byte", "bytes", "k", "kb", "kib", "ki", "m", "mb", "mib", "mi", "g", "gb", "gib", "gi",
@@ -882,6 +885,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
     m = _WHAT_IS.match(main)
     if m:
         expected = _by_head(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
+        if expected.kind is None and m.group(2).split()[:1] and m.group(2).split()[0] in _SUPERLATIVES:
+            return Expected(QUANTITY)  # "the largest message the broker accepts": a size
         of = _NAME_OF.match(main)
         if expected.kind == NAME and of and of.group(1) in _RELATIONS:
             return replace(expected, person=True)  # "the name of my dentist"

@@ -608,6 +608,10 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("When is it worth adding a reranker?", None),
     ("When is HNSW preferred over IVF?", None),
     ("When is the Berlingo due its MOT?", DATE),
+    # A superlative of a measure asks for a quantity, unless its noun says otherwise.
+    ("What is the largest message the PostgreSQL broker will accept?", QUANTITY),
+    ("What's the highest value I'm allowed to set max_retries to?", QUANTITY),
+    ("What is the largest city in Norway?", PLACE),
     ("When is the kids' May half-term?", DATE),
     ("When is the hook run?", None),
     ("When is the cache invalidated?", None),
