@@ -884,8 +884,9 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         return Expected(WEEKDAY)  # a day of the week is one of seven words, not any date
     m = _WHAT_IS.match(main)
     if m:
-        expected = _by_head(Expected(_noun_kind(m.group(2).split())), m.group(2).split(), main)
-        if expected.kind is None and m.group(2).split()[:1] and m.group(2).split()[0] in _SUPERLATIVES:
+        phrase = m.group(2).split()
+        expected = _by_head(Expected(_noun_kind(phrase)), phrase, main)
+        if expected.kind is None and phrase and phrase[0] in _SUPERLATIVES:
             return Expected(QUANTITY)  # "the largest message the broker accepts": a size
         of = _NAME_OF.match(main)
         if expected.kind == NAME and of and of.group(1) in _RELATIONS:
@@ -1216,8 +1217,12 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         low = w.lower()
         if low in asked or low in STOPWORDS or len(w) < 2:
             continue
-        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or low in _CALENDAR_SHORT:
-            continue  # "in September", "on Fridays", "1 Feb": a date, not the name a question asks for
+        if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or low in _CALENDAR_SHORT and (
+                _AFTER_NUMBER.search(text, max(0, m.start() - 2), m.start()) or re.match(
+                    r"\.?\s?\d", text[m.end():m.end() + 3])):
+            # "in September", "on Fridays", "1 Feb", "Sat 12 Oct": a date, not the name a
+            # question asks for ("Jan" alone may be a person).
+            continue
         if w in _TASK_MARKERS:
             continue  # "TODO book the hotel": an outliner's task state
         if w.isupper() and (low in _NUMBER_WORDS or low in STOPWORDS or low == "one"):

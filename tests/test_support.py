@@ -711,6 +711,7 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     ("Which variety of beans did I sow?", "Courgettes: only TWO plants this year.", False),
     ("Which variety of beans did I sow?", "Beans: Scarlet Emperor, up the wigwam.", True),
     ("Where did I get the apple tree from?", "1 Feb: apple tree in!", False),
+    ("Who lent me the ladder?", "It was Jan from next door.", True),
 ])
 def test_the_token_must_be_of_the_asked_kind(question: str, text: str, answers: bool) -> None:
     asked = frozenset(w.strip("?'s") for w in question.lower().split())
