@@ -983,6 +983,10 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         return replace(expected, units=TEMPERATURE_UNITS)
     if head and head[-1] in ("year", "years") and expected.kind == DATE:
         return replace(expected, year=True)
+    if head and head[-1] in ("hour", "hours") and expected.kind == DATE:
+        # "What hours do I need to be reachable?", "the opening hours": a clock reading
+        # ("10:00-16:00"), as "what time" asks; no date answers them.
+        return replace(expected, clock=True, undated=True)
     if not head or head[-1] not in ("time", "times"):
         return expected
     if expected.kind == QUANTITY:

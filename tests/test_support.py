@@ -624,6 +624,7 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("What was my finish time in the Turkey Trot?", QUANTITY),
     ("What was my finishing time at the Riverside 10k?", QUANTITY),
     ("Which days does Ben take his PE kit to school?", DATE),
+    ("What hours do I need to be reachable when I work from home?", DATE),
     ("What is the build time of the crate?", QUANTITY),
     ("What time are my guitar lessons?", DATE),
     ("What is Maya's surname?", NAME),
@@ -711,6 +712,9 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     ("Which variety of beans did I sow?", "Courgettes: only TWO plants this year.", False),
     ("Which variety of beans did I sow?", "Beans: Scarlet Emperor, up the wigwam.", True),
     ("Where did I get the apple tree from?", "1 Feb: apple tree in!", False),
+    # "What hours": a clock reading, as "what time" asks.
+    ("What hours do I need to be reachable?", "Be reachable between 10:00 and 15:00.", True),
+    ("What hours do I need to be reachable?", "Be reachable on weekdays since March 2024.", False),
     ("Who lent me the ladder?", "It was Jan from next door.", True),
 ])
 def test_the_token_must_be_of_the_asked_kind(question: str, text: str, answers: bool) -> None:
