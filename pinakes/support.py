@@ -1026,31 +1026,28 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
     -1 for an item at the outermost level with no such line, None for a paragraph, a row or
     a turn.
     """
-    units: list[tuple[str, int | None]] = []
-    starts: set[int] = set()  # the units that open a block
-    for block in re.split(r"\n\s*\n", _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)):
+    units: list[tuple[str, int | None, int]] = []  # (text, item indent or None, block)
+    linked = _LINK_TARGET.sub(lambda m: "]" if m.group(0)[0] == "]" else " ", text)
+    for block_no, block in enumerate(re.split(r"\n\s*\n", linked)):
         current: list[str] = []
         indent: int | None = None
-        starts.add(len(units))
         for line in block.split("\n"):
             line = re.sub(r"^\s*>\s?", "", line)
             if (_ITEM.match(line) or _TURN.match(line)) and current:
-                units.append((" ".join(current), indent))
+                units.append((" ".join(current), indent, block_no))
                 current = []
             if not current:
                 bullet = _BULLET.match(line)
                 indent = len(bullet.group(1).expandtabs(4)) if bullet else None
             current.append(line.strip())
         if current:
-            units.append((" ".join(current), indent))
-    kept = [n for n, u in enumerate(units) if u[0].strip()]
-    opens = {i for i, n in enumerate(kept) if n in starts}
-    units = [units[n] for n in kept]
+            units.append((" ".join(current), indent, block_no))
+    units = [u for u in units if u[0].strip()]
     parents: list[int | None] = []
     open_items: list[tuple[int, int]] = []  # (indent, paragraph) of the items still open
     lead = -1  # the paragraph just before, in the same block: a line leading into a list
-    for n, (_, indent) in enumerate(units):
-        if n in opens:
+    for n, (_, indent, block_no) in enumerate(units):
+        if n and units[n - 1][2] != block_no:
             lead = -1
         if indent is None:
             open_items = []
@@ -1061,7 +1058,7 @@ def outline(text: str) -> tuple[list[tuple[int, str]], list[int | None]]:
             open_items.pop()
         parents.append(open_items[-1][1] if open_items else lead)
         open_items.append((indent, n))
-    return ([(n, s) for n, (u, _) in enumerate(units)
+    return ([(n, s) for n, (u, _, _) in enumerate(units)
              for s in _SENTENCE_END.split(_MARKER.sub("", u.strip())) if s.strip()], parents)
 
 
@@ -1304,17 +1301,12 @@ _SINGULAR = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine)\b")
 _NAME_WRITTEN = re.compile(r"(?<=\s)([A-Z][\w\-]*?)(?:'s|’s)?\b(?!['’]\w)")
 
 
-def _words(text: str) -> set[str]:
-    """The lower-case words of ``text`` ("Berlingo (Tomas's)" -> {"berlingo", "tomas"})."""
-    return {w.lower().split("'")[0] for w in _TOKEN.findall(text.replace("’", "'"))}
-
-
 def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> bool:
     """Is ``hit`` a section of a note another section of which is headed by one of the
     question's ``names``, while neither its own headings (the note's title among them) nor
     ``sent`` name any of them?"""
-    return (hit.path in headed and len(hit.heading_path) > 1 and not names & _words(sent)
-            and not any(names & _words(heading) for heading in hit.heading_path))
+    return (hit.path in headed and len(hit.heading_path) > 1 and not names & _written(sent)
+            and not any(names & _written(heading) for heading in hit.heading_path))
 
 
 def _writers_own(sent: str, names: set[str]) -> bool:
@@ -1790,7 +1782,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # not answered by the writer's own words ("I finished in 58:14"): a sentence in the
     # first person singular that names none of the question's names and points to nobody
     # else ("he", "it", "my husband"), unless it is that person's own turn in a chat.
-    others = set() if about_asker else {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    written_names = {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    others = set() if about_asker else written_names
     # Nor is a question about someone or something the asker names ("What was Marcus's finish
     # time in the half marathon?") answered by an assistant's sentence that names none of
     # them: its numbers and names are its advice's ("a two-hour finish works out to roughly
@@ -1802,9 +1795,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # "When is the Berlingo due its MOT?": a note with a section headed by the name the
     # question writes ("## Berlingo") tells of it there; a sibling section headed by another
     # ("## Skoda": "MOT due again 22 Nov") tells of that one, unless its sentence names it.
-    written_names = {w.lower() for w in _NAME_WRITTEN.findall(query)}
-    heading_names = {n for h in hits if len(h.heading_path) > 1 for n in written_names & _words(h.heading_path[-1])}
-    headed = {h.path for h in hits if heading_names & _words(h.heading_path[-1])} if heading_names else set()
+    heading_names = {n for h in hits if written_names and len(h.heading_path) > 1
+                     for n in written_names & _written(h.heading_path[-1])}
+    headed = {h.path for h in hits if heading_names & _written(h.heading_path[-1])} if heading_names else set()
 
     def holds(hi: int, si: int) -> bool:
         if (hi, si) not in typed:
