@@ -150,6 +150,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMERONYM = re.compile(r"[a-z]+\d+[a-z]+")
 #: An ordinal in figures: "10th", "21st", "2nd".
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
+#: A decade in figures: "1980s", "the 90s", "'70s". Notes give a year of it ("from about 1985").
+_DECADE = re.compile(r"(?:1[89]|20)?\d0s")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
 #: are initials and units, and a trigram index cannot count them at all).
 MIN_UNKNOWN_CHARS = 3
@@ -502,8 +504,16 @@ _ITEM = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\||#)")
 _MARKER = re.compile(r"^(?:[-*+]|\d+[.)]|\(\d+\))\s+")
 #: Abbreviations whose period ends no sentence ("Mr. Okafor", "e.g. Zotero").
 _ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Prof", "Mt", "vs", "e.g", "i.e")
+#: Lower-case abbreviations whose period ends no sentence ("approx. three", "etc. and").
+_LOWER_ABBREVIATIONS = ("etc", "approx", "incl", "excl", "min", "max", "vol", "fig", "esp", "resp",
+                        "sec", "hrs", "mins", "est", "dept", "govt", "ver", "nos", "pts", "abbr",
+                        "cont", "misc", "avg")
 _SENTENCE_END = re.compile(r"(?<=[.!?])" + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
-                           + r"\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+                           + r"\s+(?=[\"'(\[`*_]*[A-Z0-9])"
+                           # "we're in Groningen. the new flat is on the third floor": a chat or
+                           # a terse note opens a sentence in lower case after a word's stop.
+                           + r"|(?<=[a-z]{3}[.!?])" + "".join(rf"(?<!\b{a}\.)" for a in _LOWER_ABBREVIATIONS)
+                           + r"\s+(?=[a-z]{2})")
 _ABBREVIATED = re.compile(r"\b(" + "|".join(re.escape(a) for a in _ABBREVIATIONS) + r")\.", re.IGNORECASE)
 
 
@@ -2212,10 +2222,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         if low not in patterns or len(low) < MIN_UNKNOWN_CHARS or word == low and word.isalpha():
             continue  # not a query term, too short, or an ordinary lower-case word
         if low in _MONTHS or low in _DAYS or low in _WEEKDAYS or word == low and (
-                _NUMERONYM.fullmatch(word) or _ORDINAL.fullmatch(word)):
+                _NUMERONYM.fullmatch(word) or _ORDINAL.fullmatch(word) or _DECADE.fullmatch(word)):
             # "in March": notes date things many ways ("2024-03-14"); "seq2seq", "k8s":
             # shorthand the notes may write out in full; "her 10th birthday": a count the
-            # notes may not write ("Elsa turns ten"). None is a name.
+            # notes may not write ("Elsa turns ten"); "a 1980s tourer": a decade the notes
+            # give as a year ("a Dawes from about 1985"). None is a name.
             continue
         name_like = (m.start() > 0 and word != low and not shouted) or (  # a capital past the first
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
@@ -2275,6 +2286,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         # The answer token stands in for the asked relation: "Who wrote ColBERT?" against
         # "ColBERT was introduced by Omar Khattab and Matei Zaharia" lacks "wrote", not the
         # fact. A missing asked word counts only as far as the reader finds no such token.
+        # When no sentence holds one, the missing words are the typed gap too: "What is
+        # Mira's street address?" against notes that never name a street, where "Mira" and
+        # "Groningen", on every other line, weigh too little to make one of their own.
+        if answer_at is None:
+            typed = max(typed, gap)
         gap *= _gap_ramp(typed)
     near = list(about) + [written.get(t, t) for t in sorted(
         (t for t in near_terms if t not in about_toks), key=lambda t: (-idf[t], t))][:max(0, 3 - len(about))]

@@ -272,6 +272,17 @@ def test_shorthand_with_digits_inside_is_not_an_unknown_name(make_kb: Any) -> No
     assert other.unknown == ["gpt4"]
 
 
+def test_a_decade_is_not_an_unknown_name(make_kb: Any) -> None:
+    """"a 1980s tourer" is the notes' "a tourer from about 1985"; "GPT4" is still a name."""
+    kb = make_kb({"workshop.md": "# Workshop\n\nMr Pryce came in with a green Dawes tourer from "
+                                 "about 1985. Its bottom bracket had seized.\n"}, name="decades")
+    kb.sync()
+    support, x = support_of(kb, "What had seized on the 1980s Dawes tourer?")
+    assert support.unknown == [] and x[FEATURES.index("unknown_name")] == 0.0
+    other, _ = support_of(kb, "What had seized on the 1980s Dawes GT40 tourer?")
+    assert other.unknown == ["GT40"]
+
+
 def test_support_needs_the_query_it_was_asked() -> None:
     class Lists:
         ranked: dict[str, list[int]] = {}
@@ -1128,6 +1139,10 @@ def test_sentences_join_wrapped_lines_and_split_list_items() -> None:
     # sentence stays a sentence of its own.
     assert sentences("The guide is at <https://example.org/v2/guide>. Version 3 came out in 2021.")[1:] \
         == ["Version 3 came out in 2021."]
+    # A chat or a terse note opens a sentence in lower case; a lower-case abbreviation ends none.
+    assert sentences("we're in Groningen. the new flat is on the third floor. approx. three etc. "
+                     "and more") == ["we're in Groningen.", "the new flat is on the third floor.",
+                                     "approx. three etc. and more"]
 
 
 KETTLE = """
@@ -2101,3 +2116,37 @@ def test_the_reader_sees_the_same_candidates_whatever_k_a_search_asks_for(make_k
     assert "Hosts" in ranked[3:10], ranked  # past the top three, within the reader's window
     assert short.support == long.support and short.confidence == long.confidence
     assert "Linux" in (long.support or {})["unsupported"]
+
+
+def test_with_no_token_of_the_kind_the_missing_words_count_in_full(make_kb: Any) -> None:
+    """"What is Mira's new street address?" against a note of her new flat that names no
+    street: no token answers, so "street" and "address", in no note, are the gap in full."""
+    # Mira and Groningen are in many notes (their words weigh little); "street" and "address"
+    # in none.
+    days = {f"chat/day{i}.md": f"# Day {i}\n\nMira wrote from Groningen about the new {thing}.\n"
+            for i, thing in enumerate(["rain", "archive", "bikes", "canals", "market", "choir"])}
+    flat = {**days, "moves/mira.md": "# Mira's move\n\nMira moved to Groningen in May for the "
+                                     "archive job. The new flat is on the third floor and has no lift.\n"}
+    support, x = support_in(make_kb, flat, "What is Mira's new street address in Groningen?", "street")
+    assert support.unsupported == ["street", "address"] and support.answer_at is None
+    assert x[FEATURES.index("typed_missing")] == 1.0
+    assert support.gap > 0.2
+    # A note that gives the street answers, and the same words are no gap there.
+    told = {**flat, "moves/mira.md": flat["moves/mira.md"] + "Her address is Oosterstraat 14, Groningen.\n"}
+    answered, y = support_in(make_kb, told, "What is Mira's new street address in Groningen?", "street2")
+    assert y[FEATURES.index("typed_missing")] == 0.0 and answered.gap < 0.1
+
+
+def test_a_lower_case_sentence_after_a_stop_is_its_own() -> None:
+    """In a chat a sentence may open in lower case: "we're in Groningen. the new flat is on
+    the third floor." The flat is nobody's own in it; the "we" is the first sentence's."""
+    chat = ("[07:10] Mira: moving day!! the van is booked until six\n"
+            "[07:12] Tobias: leaving now, picking up Joris on the way\n"
+            "[16:20] Tobias: we're in Groningen. the new flat is on the third floor.\n"
+            "[16:22] Joris: my legs have left the group\n"
+            "[18:55] Mira: van returned with five minutes to spare\n"
+            "[19:00] Joris: pizza next time\n")
+    assert speaker_gap_of("Which floor is Mira's new flat on?", chat)[0] == 0.0
+    # Said as one sentence, the flat is what Tobias tells of his own.
+    joined = chat.replace("Groningen. the new flat", "Groningen and our new flat")
+    assert speaker_gap_of("Which floor is Mira's new flat on?", joined)[1:3] == ("Mira", "Tobias")
