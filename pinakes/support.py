@@ -150,6 +150,15 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMERONYM = re.compile(r"[a-z]+\d+[a-z]+")
 #: An ordinal in figures: "10th", "21st", "2nd".
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
+#: An acronym's plural ("CVs", "PDFs", "GPUs"): things of a kind, not one named thing.
+_ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
+#: Words the search keeps but no fact needs written: adverbs of time and degree, prepositions
+#: of place and indefinite pronouns. "How much is *still* unspent?" is answered by "£915
+#: left"; "How long was *everything* down?" by "the outage lasted 1 h 5 min".
+_SLIGHT = frozenset("""still already yet ever also even really actually currently usually typically
+    exactly roughly approximately around across along within without behind beside besides toward
+    towards upon via onto among amongst throughout beyond anyway everything anything something
+    nothing everyone anyone someone everybody anybody somebody""".split())
 #: A decade in figures: "1980s", "the 90s", "'70s". Notes give a year of it ("from about 1985").
 _DECADE = re.compile(r"(?:1[89]|20)?\d0s")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
@@ -2194,9 +2203,12 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         return front[h.path]
 
     held: list[set[str]] = []
+    # "How long was everything down?", "the study behind my definition": words no fact needs
+    # written count as held, and keep their share of the question.
+    slight = {t for t in terms if t in _SLIGHT}
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
-        held.append({t for t, p in patterns.items() if p.search(hay)})
+        held.append({t for t, p in patterns.items() if p.search(hay)} | slight)
     if held:
         gaps = [max((idf[t] for t in asked if t not in got), default=0.0) / mass for got in held]
         gap = min(gaps)
@@ -2228,6 +2240,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             # notes may not write ("Elsa turns ten"); "a 1980s tourer": a decade the notes
             # give as a year ("a Dawes from about 1985"). None is a name.
             continue
+        if _ACRONYM_PLURAL.fullmatch(word):
+            continue  # "CVs", "PDFs": a common noun in capitals, which the notes may word otherwise
         name_like = (m.start() > 0 and word != low and not shouted) or (  # a capital past the first
             any(c.isdigit() for c in word) and any(c.isalpha() for c in word))  # "70B", "GPT4"
         if name_like:

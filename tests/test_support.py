@@ -283,6 +283,29 @@ def test_a_decade_is_not_an_unknown_name(make_kb: Any) -> None:
     assert other.unknown == ["GT40"]
 
 
+def test_an_acronyms_plural_is_not_an_unknown_name(make_kb: Any) -> None:
+    """"CVs" are things of a kind, which the notes may call applications; "CVX" is a name."""
+    kb = make_kb({"hiring.md": "# Hiring\n\nApplications from candidates we turn down are "
+                               "deleted six months after the decision.\n"}, name="acronyms")
+    kb.sync()
+    support, x = support_of(kb, "How long do we keep CVs from candidates we turn down?")
+    assert support.unknown == [] and x[FEATURES.index("unknown_name")] == 0.0
+    other, _ = support_of(kb, "How long do we keep CVX files from candidates we turn down?")
+    assert other.unknown == ["CVX"]
+
+
+def test_words_no_fact_needs_written_are_held(make_kb: Any) -> None:
+    """"How long was everything down ...?" is answered by a note that never says "everything";
+    "still" and "behind" are no more a fact than "the" is."""
+    kb = make_kb({"outage.md": "# Certificate outage\n\nThe internal wildcard certificate expired "
+                               "on 21 June. The outage lasted 1 hour and 5 minutes.\n"}, name="slight")
+    kb.sync()
+    support, _ = support_of(kb, "How long was everything still down behind the expired wildcard certificate?")
+    assert not {"everything", "still", "behind"} & set(support.unsupported)
+    other, _ = support_of(kb, "How long was the router down behind the expired wildcard certificate?")
+    assert "router" in other.unsupported  # a content word is still asked of the notes
+
+
 def test_support_needs_the_query_it_was_asked() -> None:
     class Lists:
         ranked: dict[str, list[int]] = {}
