@@ -158,7 +158,7 @@ _ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
 _SLIGHT = frozenset("""still already yet ever also even really actually currently usually typically
     exactly roughly approximately around across along within without behind beside besides toward
     towards upon via onto among amongst throughout beyond anyway everything anything something
-    nothing everyone anyone someone everybody anybody somebody""".split())
+    nothing everyone anyone someone everybody anybody somebody ones""".split())
 #: A decade in figures: "1980s", "the 90s", "'70s". Notes give a year of it ("from about 1985").
 _DECADE = re.compile(r"(?:1[89]|20)?\d0s")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
@@ -1119,6 +1119,18 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     return False
 
 
+def _table_count(row: str, asked: frozenset[str], unit_forms: set[str]) -> bool:
+    """Is ``row`` a table row with a cell that is a bare number and another that names its
+    unit? "| `pool_size` | `20` | Maximum connections per server node. |": a reference
+    table gives the value in one column and what it counts in another."""
+    if not row.lstrip().startswith("|"):
+        return False
+    cells = [c.strip().strip("`*_ ") for c in row.strip().strip("|").split("|")]
+    numbers = [i for i, c in enumerate(cells) if re.fullmatch(r"\d+(?:[.,]\d+)*", c) and c not in asked]
+    return any(_singular(w) in unit_forms for i, c in enumerate(cells) if i not in numbers and numbers
+               for w in _TOKEN.findall(c.lower()))
+
+
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a token that could answer what ``expected`` says (or a bare kind)?
 
@@ -1147,6 +1159,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             return True
         if units == TEMPERATURE_UNITS and _TEMPERATURE_SET.search(text):
             return True  # a model's sampling temperature has no unit
+        if units and _table_count(text, asked, unit_forms):
+            return True
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:

@@ -302,6 +302,8 @@ def test_words_no_fact_needs_written_are_held(make_kb: Any) -> None:
     kb.sync()
     support, _ = support_of(kb, "How long was everything still down behind the expired wildcard certificate?")
     assert not {"everything", "still", "behind"} & set(support.unsupported)
+    ones, _ = support_of(kb, "How long did the wildcard certificate outage last, against the older ones?")
+    assert "ones" not in ones.unsupported and "older" in ones.unsupported
     other, _ = support_of(kb, "How long was the router down behind the expired wildcard certificate?")
     assert "router" in other.unsupported  # a content word is still asked of the notes
 
@@ -750,6 +752,11 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     ("What hours do I need to be reachable?", "Be reachable between 10:00 and 15:00.", True),
     ("What hours do I need to be reachable?", "Be reachable on weekdays since March 2024.", False),
     ("Who lent me the ladder?", "It was Jan from next door.", True),
+    # A reference table: the value in one column, what it counts in another.
+    ("How many connections can a node open?", "| `pool_size` | `20` | Maximum connections per node. |",
+     True),
+    ("How many connections can a node open?", "| `pool_size` | `20` | Maximum size of the pool. |", False),
+    ("How many connections can a node open?", "| `pool_size` | 20 | 8 connections in tests |", True),
 ])
 def test_the_token_must_be_of_the_asked_kind(question: str, text: str, answers: bool) -> None:
     asked = frozenset(w.strip("?'s") for w in question.lower().split())
