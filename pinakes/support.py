@@ -1119,6 +1119,32 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     return False
 
 
+#: A short label opening a line: "- Tyres: 40 mm, tubeless", "**Frame**: 56 cm".
+_LINE_LABEL = re.compile(r"^\W*([A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,2})\W*:\s+\S")
+#: Labels that say how a line speaks, not what it is about.
+_DISCOURSE_LABELS = frozenset("""note notes nb ps fyi update edit todo tip warning caution important
+    status result results summary answer example reminder idea question q a plan next done why how
+    what also see total""".split())
+
+
+def _labels_another(sent: str, asked: frozenset[str]) -> bool:
+    """Does ``sent`` open with a label naming a thing the question does not ask of?
+
+    "What frame size is the gravel bike?" against "- Tyres: 40 mm, tubeless": the number is
+    the tyres'. A label the question writes ("Frame: 56 cm"), a measure ("Size: 56",
+    "Price: £890") or a label of how the line speaks ("Note: 40 mm") leaves it open; so does
+    a line that writes an asked word (checked by the caller: "Conditions: ... HEPES ...").
+    """
+    m = _LINE_LABEL.match(sent)
+    if not m:
+        return False
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'\-]*", m.group(1))]
+    if any(w in _DISCOURSE_LABELS or w in _MEASURE or _singular(w) in _MEASURE for w in words):
+        return False
+    stems = {w[:4] for w in asked if len(w) >= 4} | set(asked)
+    return not any(w in asked or _singular(w) in asked or (len(w) >= 4 and w[:4] in stems) for w in words)
+
+
 def _table_count(row: str, asked: frozenset[str], unit_forms: set[str]) -> bool:
     """Is ``row`` a table row with a cell that is a bare number and another that names its
     unit? "| `pool_size` | `20` | Maximum connections per server node. |": a reference
@@ -1846,6 +1872,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
+                or kind == QUANTITY and per_hit[hi][3][si] is None and _labels_another(sent, frozen)
+                and not any(patterns[t].search(sent) for t in terms)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 

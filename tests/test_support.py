@@ -2180,3 +2180,18 @@ def test_a_lower_case_sentence_after_a_stop_is_its_own() -> None:
     # Said as one sentence, the flat is what Tobias tells of his own.
     joined = chat.replace("Groningen. the new flat", "Groningen and our new flat")
     assert speaker_gap_of("Which floor is Mira's new flat on?", joined)[1:3] == ("Mira", "Tobias")
+
+
+def test_a_lines_label_may_name_another_thing() -> None:
+    """"- Tyres: 40 mm" gives the tyres' size, not the frame's; "- Frame: 56 cm" answers, and
+    so does a measure's label ("Size: 56 cm"), or a label over a line that writes an asked word."""
+    question = "What frame size is the gravel bike?"
+    terms = content_terms(question)
+    patterns = {t: term_pattern(t) for t in terms}
+    idf = {t: 1.0 for t in terms}
+    hit = SimpleNamespace(title="Bike: gravel", heading_path=["Bike: gravel"], text=(
+        "Aluminium frame, carbon fork.\n- Tyres: 40 mm, tubeless.\n"))
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
+    for line in ("- Frame: 56 cm.", "- Size: 56 cm.", "- Geometry: frame is 56 cm."):
+        hit.text = f"Aluminium frame, carbon fork.\n{line}\n"
+        assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0, line
