@@ -706,9 +706,23 @@ _MEASURED = re.compile(r"how\s+(?:" + "|".join(DIMENSIONS) + r")\s+(?:is|are|was
                        r"(?:(?:the|my|your|our|his|her|their|its|a|an)\s+)?([a-z][\w\-]*)")
 
 
+#: Words before a measure's noun that qualify it, not name what is measured: "daily rate"
+#: ("£130 a day"), "default timeout", "average speed".
+_QUALIFIERS = frozenset("""daily weekly monthly yearly annual hourly nightly quarterly average mean
+    median default typical usual normal current new old base starting initial final total overall
+    recommended expected estimated approximate exact maximum minimum max min peak net gross""".split())
+#: "What oven temperature ...", "what was my poster number ...": a measure's noun after its thing's.
+_MEASURE_OF = re.compile(r"\b(?:what|which)\s+(?:(?:is|are|was|were)\s+)?(?:(?:the|my|your|our|his|her|"
+                         r"their|its|a|an)\s+)?([a-z][\w\-]*)\s+(" + "|".join(sorted(_MEASURE)) + r")s?\b")
+
+
 def measured(query: str) -> str | None:
-    """The thing a "how long / big / old ... is the X" question measures: its first word."""
-    m = _MEASURED.search(_normal(query))
+    """The thing a "how long / big / old ... is the X" question measures: its first word; or
+    the word before a measure's noun in "what oven temperature", "what is my poster number"."""
+    low = _normal(query)
+    m = _MEASURED.search(low)
+    if m is None and (of := _MEASURE_OF.search(low)) and of.group(1) not in _QUALIFIERS:
+        m = of
     return m.group(1) if m and m.group(1) not in STOPWORDS else None
 
 

@@ -2195,3 +2195,21 @@ def test_a_lines_label_may_name_another_thing() -> None:
     for line in ("- Frame: 56 cm.", "- Size: 56 cm.", "- Geometry: frame is 56 cm."):
         hit.text = f"Aluminium frame, carbon fork.\n{line}\n"
         assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0, line
+
+
+def test_the_thing_a_measure_is_of_must_be_there(make_kb: Any) -> None:
+    """"At what oven temperature ...?" measures the oven: a note giving only the kitchen's
+    11 °C does not answer it. A qualifier ("daily rate", "default timeout") is no thing."""
+    assert measured("At what oven temperature do I bake my sourdough loaf?") == "oven"
+    assert measured("What was my poster number at the York forum?") == "poster"
+    assert measured("What daily rate does the mechanic charge?") is None
+    assert measured("What is the default timeout?") is None
+    starter = {"bread/starter.md": "# Sourdough starter\n\nFed the starter at 9. Too cold really, "
+                                   "11 °C in the kitchen, so the sourdough loaf rose slowly.\n"}
+    near, x = support_in(make_kb, starter, "At what oven temperature do I bake my sourdough loaf?",
+                         "oven")
+    assert x[FEATURES.index("typed_missing")] > 0.3 and near.answer_at is None
+    baked = {"bread/starter.md": starter["bread/starter.md"] + "Baked the sourdough loaf in the oven "
+                                                               "at 250 °C.\n"}
+    _, y = support_in(make_kb, baked, "At what oven temperature do I bake my sourdough loaf?", "oven2")
+    assert y[FEATURES.index("typed_missing")] == 0.0
