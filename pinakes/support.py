@@ -1133,6 +1133,30 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     return False
 
 
+#: The two ends of a span of time, as verbs: "When did the course *start*?" is not answered by
+#: "*Finished* 17:40", nor "What time does the shop *close*?" by "*opens* at 8".
+_START_WORDS = frozenset("""start starts started starting begin begins began begun beginning open opens
+    opened opening""".split())
+_END_WORDS = frozenset("""finish finishes finished finishing end ends ended ending stop stops stopped
+    close closes closed closing""".split())
+
+
+def _asked_end(query: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """``(the asked end's words, the other end's)`` when a when / what-time question asks
+    for one end of a span and not the other; else None."""
+    words = set(re.findall(r"[a-z]+", query.lower()))
+    start, end = bool(words & _START_WORDS), bool(words & _END_WORDS)
+    if start == end:
+        return None
+    return (_START_WORDS, _END_WORDS) if start else (_END_WORDS, _START_WORDS)
+
+
+def _tells_other_end(sent: str, ends: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Does ``sent`` tell the other end of the span (and not the asked one)?"""
+    words = set(re.findall(r"[a-z]+", sent.lower()))
+    return bool(words & ends[1]) and not words & ends[0]
+
+
 #: A short label opening a line: "- Tyres: 40 mm, tubeless", "**Frame**: 56 cm".
 _LINE_LABEL = re.compile(r"^\W*([A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*){0,2})\W*:\s+\S")
 #: Labels that say how a line speaks, not what it is about.
@@ -1886,11 +1910,13 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
+                or kind == DATE and bool(ends) and _tells_other_end(sent, ends)
                 or kind == QUANTITY and per_hit[hi][3][si] is None and _labels_another(sent, frozen)
                 and not any(patterns[t].search(sent) for t in terms)
             ) and holds_typed(expected, sent, frozen)
         return typed[hi, si]
 
+    ends = _asked_end(query) if kind == DATE else None
     deed = asked_deed(query, expected, terms, patterns)
 
     def says(hi: int, si: int) -> bool:

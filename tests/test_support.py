@@ -2213,3 +2213,20 @@ def test_the_thing_a_measure_is_of_must_be_there(make_kb: Any) -> None:
                                                                "at 250 °C.\n"}
     _, y = support_in(make_kb, baked, "At what oven temperature do I bake my sourdough loaf?", "oven2")
     assert y[FEATURES.index("typed_missing")] == 0.0
+
+
+def test_one_end_of_a_span_does_not_answer_for_the_other() -> None:
+    """"What time did I start work?" is not answered by "Finished 17:40.", nor "What time does the
+    shop close?" by "It opens at 8:00."; a sentence that tells both ends still answers."""
+    cases = [("What time did I start work on the soil day?", "Soil day at Kestrel. Finished 17:40.",
+              "Soil day at Kestrel. Started at 7:15, finished 17:40."),
+             ("What time does the bike shop close on Saturdays?", "The bike shop opens at 8:00 on Saturdays.",
+              "The bike shop opens at 8:00 and closes at 16:00 on Saturdays.")]
+    for question, other_end, both in cases:
+        terms = content_terms(question)
+        patterns = {t: term_pattern(t) for t in terms}
+        idf = {t: 1.0 for t in terms}
+        hit = SimpleNamespace(title="Log", heading_path=[], text=other_end)
+        assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0, other_end
+        hit.text = both
+        assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0, both
