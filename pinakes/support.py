@@ -378,6 +378,9 @@ class Expected:
     #: "What is my flight number?": an identifier answers ("SK 4411", "14C", "+46 31 12 34
     #: 56"), not a time, an amount or a measure ("leaves 07:10", "3 280 kr", "8 kg").
     identifier: bool = False
+    #: "Which floor is the flat on?": a place in an order answers ("the third floor", "floor
+    #: 3", "the ground floor"), not a name.
+    ordinal: bool = False
 
     @property
     def what(self) -> str | None:
@@ -993,6 +996,8 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         # "the colour codes of ...", "the door code": an identifier ("#2F5D3A", "4711"), which
         # a note without one ("a deep green") does not give.
         return Expected(QUANTITY, identifier=True)
+    if head and _singular(head[-1]) in _ORDINAL_NOUNS:
+        return Expected(QUANTITY, ordinal=True)  # "which floor": "the third floor", "floor 3"
     if head[-2:] in (["ip", "address"], ["mac", "address"]):
         return Expected(QUANTITY, identifier=True)  # "192.168.0.23", "a4:83:e7:..."
     if head and head[-1] == "address" and expected.kind == PLACE:
@@ -1133,6 +1138,11 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     return False
 
 
+#: Nouns whose instances are places in an order: "which floor", "what storey".
+_ORDINAL_NOUNS = frozenset("floor storey story".split())
+#: A place in an order, in words or figures: "third", "3rd", "ground" (as in "ground floor").
+_ORDINAL_WORD = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
+                           r"eleventh|twelfth|top|ground|bottom|basement|\d+(?:st|nd|rd|th))\b", re.IGNORECASE)
 #: The two ends of a span of time, as verbs: "When did the course *start*?" is not answered by
 #: "*Finished* 17:40", nor "What time does the shop *close*?" by "*opens* at 8".
 _START_WORDS = frozenset("""start starts started starting begin begins began begun beginning open opens
@@ -1215,6 +1225,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         text = _DATED_NUMBER.sub(" ", _WIKILINK.sub(" ", text))
         if expected.identifier:
             return _holds_identifier(text, asked)
+        if expected.ordinal and any(m.group(0).lower() not in asked for m in _ORDINAL_WORD.finditer(text)):
+            return True
         text = _VERSION_NUMBER.sub(" ", text)
         unit_set = set(units)
         unit_forms = {_singular(u) for u in units}  # read for every number word below
@@ -1886,6 +1898,12 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # them: its numbers and names are its advice's ("a two-hour finish works out to roughly
     # 9:09 per mile"), unless the question asks what "you" said.
     relay = bool(others) and not _YOU.search(query)
+    # In a chat, a question about one of its speakers ("Where is Tomasz going for his
+    # holiday?") is not answered by another speaker telling of themselves ("**Ayla**: I'm
+    # off 14 to 21 April, going to stay with my sister in Izmir"), unless they name him.
+    told_by = Counter(t[0] for hit in per_hit for t in dict.fromkeys(filter(None, hit[3])))
+    asked_of = [w for w, n in told_by.items() if n >= MIN_TURNS and w.split()[0].lower() in others]
+    speaker_of = asked_of[0] if len(asked_of) == 1 and len(told_by) > 1 else None
     at_names = _at_names(query)
     labels: dict[int, list[str | None]] = {}
     releases = _releases(query)
@@ -1910,6 +1928,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
+                or speaker_of is not None and per_hit[hi][3][si] is not None
+                and per_hit[hi][3][si][0] != speaker_of and _own_statement(sent)
+                and not _names_any(sent, {speaker_of.split()[0].lower()})
                 or kind == DATE and bool(ends) and _tells_other_end(sent, ends)
                 or kind == QUANTITY and per_hit[hi][3][si] is None and _labels_another(sent, frozen)
                 and not any(patterns[t].search(sent) for t in terms)

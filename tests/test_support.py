@@ -752,6 +752,9 @@ def test_a_line_leading_into_a_list_is_its_items_parent(make_kb: Any) -> None:
     ("What hours do I need to be reachable?", "Be reachable between 10:00 and 15:00.", True),
     ("What hours do I need to be reachable?", "Be reachable on weekdays since March 2024.", False),
     ("Who lent me the ladder?", "It was Jan from next door.", True),
+    # "Which floor": a place in an order, not a name.
+    ("Which floor is the new flat on?", "The new flat is on the third floor.", True),
+    ("Which floor is the new flat on?", "The new flat is in Groningen.", False),
     # A reference table: the value in one column, what it counts in another.
     ("How many connections can a node open?", "| `pool_size` | `20` | Maximum connections per node. |",
      True),
@@ -2230,3 +2233,19 @@ def test_one_end_of_a_span_does_not_answer_for_the_other() -> None:
         assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0, other_end
         hit.text = both
         assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0, both
+
+
+def test_another_speaker_telling_of_themselves_does_not_answer_for_one_asked_of() -> None:
+    """"Where is Tomasz going for his holiday?" is not answered by Ayla's "I'm off in April,
+    going to stay with my sister in Izmir"; a speaker who names him answers."""
+    question = "Where is Tomasz going for his holiday?"
+    terms = content_terms(question)
+    patterns = {t: term_pattern(t) for t in terms}
+    idf = {t: 1.0 for t in terms}
+    chat = ("**Ayla** (09:30): Holiday reminder: I'm off 14 to 21 April, going to stay with my "
+            "sister in Izmir.\n\n**Tomasz** (09:31): noted. I'm booking my own holiday for May.\n\n"
+            "**Ayla** (09:32): good\n\n**Tomasz** (09:33): yes\n")
+    hit = SimpleNamespace(title="2025-04-01", heading_path=[], text=chat)
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
+    hit.text = chat.replace("good", "Tomasz is going to Porto for his holiday, lucky him")
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
