@@ -853,9 +853,16 @@ def answer_type(query: str, speakers: frozenset[str] = frozenset()) -> Expected:
     return Expected(kinds[0].kind)
 
 
+#: "What is X called?": the question asks for a name, whatever X is.
+_CALLED = re.compile(r"what(?:'s|\s+(?:is|was|are|were))\s+(?:\S+\s+){1,8}?called\s*\??\s*$")
+
+
 def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) -> Expected:
     """The answer type asked by one wh-clause ``main`` (the rest of the question from its
     wh-word) of the lower-cased question ``low``; ``speakers`` as in :func:`answer_type`."""
+    if _CALLED.match(main):
+        # "What was my manager at Corbel Freight called?", "what's the cat called?": a name.
+        return Expected(NAME)
     if _RANKED.match(main):
         # "Where did Tomas place / finish in the race?": a rank ("seventh out of forty"),
         # not a place; ranks are not checked.

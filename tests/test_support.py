@@ -648,6 +648,10 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("What is the largest message the PostgreSQL broker will accept?", QUANTITY),
     ("What's the highest value I'm allowed to set max_retries to?", QUANTITY),
     ("What is the largest city in Norway?", PLACE),
+    # "What is X called?" asks for a name, whatever X is; "what did she call it" is not read.
+    ("What was my manager at Corbel Freight called?", NAME),
+    ("What's the new cat called?", NAME),
+    ("What is the setting called that controls retries?", None),
     ("When is the kids' May half-term?", DATE),
     ("When is the hook run?", None),
     ("When is the cache invalidated?", None),
