@@ -1460,6 +1460,32 @@ def _at_names(query: str) -> list[str]:
     return [w for m in _AT_NAME.finditer(query) if (w := _bare(m.group(1))) not in _NOT_NAMES]
 
 
+#: A name before a noun: "the PostgreSQL broker", "a Redis server".
+_NAME_NOUN = re.compile(r"(?<=\s)([A-Z][\w\-]*)\s+([a-z][a-z\-]{2,})\b")
+#: The same after a determiner, as a sentence names a thing of a kind: "a Redis server" (not
+#: "MOT due again", where the noun is no noun).
+_THE_NAME_NOUN = re.compile(r"\b(?:a|an|the|my|our|your|his|her|their|its)\s+([A-Z][\w\-]*)\s+"
+                            r"([a-z][a-z\-]{2,})\b", re.IGNORECASE)
+
+
+def _named_kinds(query: str) -> tuple[set[str], set[str]]:
+    """The question's names that stand before a noun, and those nouns: ("postgresql",
+    "broker") in "the PostgreSQL broker"."""
+    pairs = [(m.group(1).lower(), _singular(m.group(2))) for m in _NAME_NOUN.finditer(query)
+             if m.group(2) not in STOPWORDS and m.group(1).lower() not in _NOT_NAMES]
+    return {n for n, _ in pairs}, {k for _, k in pairs}
+
+
+def _other_named(sent: str, names: set[str], kinds: set[str]) -> bool:
+    """Does ``sent`` put another name before one of the question's named nouns and none of
+    the question's names anywhere ("a Redis server, version 6.2" for "the PostgreSQL server")?"""
+    if names & _written(sent):
+        return False
+    return any(_singular(m.group(2)) in kinds and m.group(1).lower() not in names
+               and m.group(1).lower() not in _NOT_NAMES for m in _THE_NAME_NOUN.finditer(sent)
+               if m.group(1)[:1].isupper())
+
+
 def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
     """Does ``sent`` put another name after "at" and not the question's ("my manager Priscilla
     *at Tallgrass*" for "Who is my manager *at Lumenfield*?")? Then it speaks of that other
@@ -1912,6 +1938,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     asked_of = [w for w, n in told_by.items() if n >= MIN_TURNS and w.split()[0].lower() in others]
     speaker_of = asked_of[0] if len(asked_of) == 1 and len(told_by) > 1 else None
     at_names = _at_names(query)
+    kind_names, named_kinds = _named_kinds(query)
     labels: dict[int, list[str | None]] = {}
     releases = _releases(query)
     # "When is the Berlingo due its MOT?": a note with a section headed by the name the
@@ -1931,6 +1958,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or others and labels[hi][si] not in others and _writers_own(sent, others)
                 or relay and labels[hi][si] in ASSISTANT_LABELS and not _names_any(sent, others)
                 or at_names and _swapped(sent, at_names, frozen)
+                or bool(named_kinds) and _other_named(sent, kind_names, named_kinds)
                 or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)

@@ -35,6 +35,7 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
+    _named_kinds,
     _other_release,
     _releases,
     _unnamed_instance,
@@ -2253,3 +2254,19 @@ def test_another_speaker_telling_of_themselves_does_not_answer_for_one_asked_of(
     assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
     hit.text = chat.replace("good", "Tomasz is going to Porto for his holiday, lucky him")
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+
+
+def test_another_name_before_the_asked_noun_is_another_things() -> None:
+    """"the PostgreSQL server's version" is not "a Redis server, version 6.2 or newer"; "I
+    pay" names no kind of thing."""
+    question = "What's the minimum PostgreSQL server version the PostgreSQL broker needs?"
+    terms = content_terms(question)
+    patterns = {t: term_pattern(t) for t in terms}
+    idf = {t: 1.0 for t in terms}
+    hit = SimpleNamespace(title="Installation", heading_path=["Installation", "Broker servers"], text=(
+        "For the default setup you need a Redis server, version 6.2 or newer. Brokers have their "
+        "own pages."))
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
+    hit.text = "The PostgreSQL broker needs a PostgreSQL server, version 13 or newer."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    assert _named_kinds("How much do I pay on the mortgage each month?") == (set(), set())
