@@ -273,26 +273,24 @@ def test_shorthand_with_digits_inside_is_not_an_unknown_name(make_kb: Any) -> No
     assert other.unknown == ["gpt4"]
 
 
-def test_a_decade_is_not_an_unknown_name(make_kb: Any) -> None:
-    """"a 1980s tourer" is the notes' "a tourer from about 1985"; "GPT4" is still a name."""
-    kb = make_kb({"workshop.md": "# Workshop\n\nMr Pryce came in with a green Dawes tourer from "
-                                 "about 1985. Its bottom bracket had seized.\n"}, name="decades")
+@pytest.mark.parametrize(("note", "question", "named", "name"), [
+    # "a 1980s tourer" is the notes' "a tourer from about 1985"; "GT40" is still a name.
+    ("Mr Pryce came in with a green Dawes tourer from about 1985. Its bottom bracket had seized.",
+     "What had seized on the 1980s Dawes tourer?", "What had seized on the 1980s Dawes GT40 tourer?",
+     "GT40"),
+    # "CVs" are things of a kind, which the notes may call applications; "CVX" is a name.
+    ("Applications from candidates we turn down are deleted six months after the decision.",
+     "How long do we keep CVs from candidates we turn down?",
+     "How long do we keep CVX files from candidates we turn down?", "CVX"),
+])
+def test_a_decade_or_an_acronyms_plural_is_not_an_unknown_name(
+        make_kb: Any, note: str, question: str, named: str, name: str) -> None:
+    kb = make_kb({"note.md": f"# Note\n\n{note}\n"}, name=f"unknown-{name.lower()}")
     kb.sync()
-    support, x = support_of(kb, "What had seized on the 1980s Dawes tourer?")
+    support, x = support_of(kb, question)
     assert support.unknown == [] and x[FEATURES.index("unknown_name")] == 0.0
-    other, _ = support_of(kb, "What had seized on the 1980s Dawes GT40 tourer?")
-    assert other.unknown == ["GT40"]
-
-
-def test_an_acronyms_plural_is_not_an_unknown_name(make_kb: Any) -> None:
-    """"CVs" are things of a kind, which the notes may call applications; "CVX" is a name."""
-    kb = make_kb({"hiring.md": "# Hiring\n\nApplications from candidates we turn down are "
-                               "deleted six months after the decision.\n"}, name="acronyms")
-    kb.sync()
-    support, x = support_of(kb, "How long do we keep CVs from candidates we turn down?")
-    assert support.unknown == [] and x[FEATURES.index("unknown_name")] == 0.0
-    other, _ = support_of(kb, "How long do we keep CVX files from candidates we turn down?")
-    assert other.unknown == ["CVX"]
+    other, _ = support_of(kb, named)
+    assert other.unknown == [name]
 
 
 def test_words_no_fact_needs_written_are_held(make_kb: Any) -> None:
