@@ -2355,7 +2355,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     else:
         gap, anywhere, best = 0.0, set(), set()
     unsupported = sorted((t for t in asked if t not in anywhere), key=lambda t: -idf[t])
-    found = [t for t in terms if t in best and t not in about_toks]
+    found = [t for t in terms if t in best and t not in about_toks and t not in slight]
     found.sort(key=lambda t: -idf[t])
     unknown = []
     named: set[str] = set()  # the terms the question writes as names
