@@ -416,6 +416,9 @@ NEIGHBOUR_CREDIT = 0.5
 LABEL_WORDS = 6
 
 _AUX = r"(?:am|is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|must|may|might)"
+#: The determiners before a noun phrase ("the" before "their", "a" before "an", as each
+#: pattern below has always tried them).
+_DETERMINER = r"(?:the|my|your|its|their|our|his|her|a|an)"
 #: Words that may precede a wh-word at the head of its clause ("in which city", "roughly how").
 _LEAD = frozenset("and or but so then roughly approximately about exactly just in on at for "
                   "from to by with of since until during into".split())
@@ -572,7 +575,7 @@ _SCHEDULED = re.compile(r"when\s+(?:is|are)\s+(?:my|our|your|his|her|their|the|[
 _RELEASE_DATE = re.compile(r"when\s+(?:is|are|will|does|do)\b(?:\s+[\w'’.\-]+){1,6}?\s+(?:be\s+)?"
                            r"(?:released?|launch(?:ed)?|ship(?:ped)?)\b")
 _AT_PLACE = re.compile(r"\b(?:in|at|on|to|into|inside|under|behind|near|by|from|onto|beside)\s+"
-                       r"(?:the|a|an|my|our|his|her|their|your|its)\s+(?!(?:few|couple|lot|bit|"
+                       + _DETERMINER + r"\s+(?!(?:few|couple|lot|bit|"
                        r"while|moment|minute|second|way|same|end|time|day|week|month|year|morning|"
                        r"evening|night|weekend|first|third|fourth|last|next|following|previous|other)\b)"
                        r"[a-z]", re.IGNORECASE)
@@ -669,7 +672,7 @@ def _singular(word: str) -> str:
 
 #: "what is the <noun phrase> of ...", "what's my accountant's name": the phrase whose head
 #: says the answer's kind.
-_WHAT_IS = re.compile(r"(what|which)\s+" + _AUX + r"\s+(?:the|my|your|its|their|our|his|her|a|an)?"
+_WHAT_IS = re.compile(r"(what|which)\s+" + _AUX + r"\s+" + _DETERMINER + "?"
                       r"\s*(.*?)(?=\s+(?:of|in|on|for|at|from|to|by|with|after|before|during|since|until|that|which|who|i|you|we)\b"
                       r"|[?,]|$)")
 #: "what time are my lessons", "which font does ...": the wh-word's own noun phrase.
@@ -706,7 +709,7 @@ def kind_word(query: str) -> str | None:
 
 #: "how long is the salt", "how old was my car": the dimension asked of a thing, and the thing.
 _MEASURED = re.compile(r"how\s+(?:" + "|".join(DIMENSIONS) + r")\s+(?:is|are|was|were)\s+"
-                       r"(?:(?:the|my|your|our|his|her|their|its|a|an)\s+)?([a-z][\w\-]*)")
+                       r"(?:" + _DETERMINER + r"\s+)?([a-z][\w\-]*)")
 
 
 #: Words before a measure's noun that qualify it, not name what is measured: "daily rate"
@@ -715,8 +718,8 @@ _QUALIFIERS = frozenset("""daily weekly monthly yearly annual hourly nightly qua
     median default typical usual normal current new old base starting initial final total overall
     recommended expected estimated approximate exact maximum minimum max min peak net gross""".split())
 #: "What oven temperature ...", "what was my poster number ...": a measure's noun after its thing's.
-_MEASURE_OF = re.compile(r"\b(?:what|which)\s+(?:(?:is|are|was|were)\s+)?(?:(?:the|my|your|our|his|her|"
-                         r"their|its|a|an)\s+)?([a-z][\w\-]*)\s+(" + "|".join(sorted(_MEASURE)) + r")s?\b")
+_MEASURE_OF = re.compile(r"\b(?:what|which)\s+(?:(?:is|are|was|were)\s+)?(?:" + _DETERMINER + r"\s+)?"
+                         r"([a-z][\w\-]*)\s+(" + "|".join(sorted(_MEASURE)) + r")s?\b")
 
 
 def measured(query: str) -> str | None:
@@ -1149,7 +1152,8 @@ def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
 _ORDINAL_NOUNS = frozenset("floor storey story".split())
 #: A place in an order, in words or figures: "third", "3rd", "ground" (as in "ground floor").
 _ORDINAL_WORD = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
-                           r"eleventh|twelfth|top|ground|bottom|basement|\d+(?:st|nd|rd|th))\b", re.IGNORECASE)
+                           r"eleventh|twelfth|top|ground|bottom|basement|" + _ORDINAL.pattern + r")\b",
+                           re.IGNORECASE)
 #: The two ends of a span of time, as verbs: "When did the course *start*?" is not answered by
 #: "*Finished* 17:40", nor "What time does the shop *close*?" by "*opens* at 8".
 _START_WORDS = frozenset("""start starts started starting begin begins began begun beginning open opens
@@ -1196,7 +1200,7 @@ def _labels_another(sent: str, asked: frozenset[str]) -> bool:
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'\-]*", m.group(1))]
     if any(w in _DISCOURSE_LABELS or w in _MEASURE or _singular(w) in _MEASURE for w in words):
         return False
-    stems = {w[:4] for w in asked if len(w) >= 4} | set(asked)
+    stems = {w[:4] for w in asked if len(w) >= 4}
     return not any(w in asked or _singular(w) in asked or (len(w) >= 4 and w[:4] in stems) for w in words)
 
 
@@ -1207,9 +1211,9 @@ def _table_count(row: str, asked: frozenset[str], unit_forms: set[str]) -> bool:
     if not row.lstrip().startswith("|"):
         return False
     cells = [c.strip().strip("`*_ ") for c in row.strip().strip("|").split("|")]
-    numbers = [i for i, c in enumerate(cells) if re.fullmatch(r"\d+(?:[.,]\d+)*", c) and c not in asked]
-    return any(_singular(w) in unit_forms for i, c in enumerate(cells) if i not in numbers and numbers
-               for w in _TOKEN.findall(c.lower()))
+    numbers = {i for i, c in enumerate(cells) if re.fullmatch(r"\d+(?:[.,]\d+)*", c) and c not in asked}
+    return bool(numbers) and any(_singular(w) in unit_forms for i, c in enumerate(cells) if i not in numbers
+                                 for w in _TOKEN.findall(c.lower()))
 
 
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
@@ -1464,8 +1468,7 @@ def _at_names(query: str) -> list[str]:
 _NAME_NOUN = re.compile(r"(?<=\s)([A-Z][\w\-]*)\s+([a-z][a-z\-]{2,})\b")
 #: The same after a determiner, as a sentence names a thing of a kind: "a Redis server" (not
 #: "MOT due again", where the noun is no noun).
-_THE_NAME_NOUN = re.compile(r"\b(?:a|an|the|my|our|your|his|her|their|its)\s+([A-Z][\w\-]*)\s+"
-                            r"([a-z][a-z\-]{2,})\b", re.IGNORECASE)
+_THE_NAME_NOUN = re.compile(r"\b(?i:" + _DETERMINER + r")\s+([A-Z][\w\-]*)\s+([a-z][a-z\-]{2,})\b")
 
 
 def _named_kinds(query: str) -> tuple[set[str], set[str]]:
@@ -1482,8 +1485,7 @@ def _other_named(sent: str, names: set[str], kinds: set[str]) -> bool:
     if names & _written(sent):
         return False
     return any(_singular(m.group(2)) in kinds and m.group(1).lower() not in names
-               and m.group(1).lower() not in _NOT_NAMES for m in _THE_NAME_NOUN.finditer(sent)
-               if m.group(1)[:1].isupper())
+               and m.group(1).lower() not in _NOT_NAMES for m in _THE_NAME_NOUN.finditer(sent))
 
 
 def _swapped(sent: str, names: list[str], asked: frozenset[str]) -> bool:
@@ -1934,7 +1936,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # In a chat, a question about one of its speakers ("Where is Tomasz going for his
     # holiday?") is not answered by another speaker telling of themselves ("**Ayla**: I'm
     # off 14 to 21 April, going to stay with my sister in Izmir"), unless they name him.
-    told_by = Counter(t[0] for hit in per_hit for t in dict.fromkeys(filter(None, hit[3])))
+    told_by = Counter(t[0] for hit in per_hit for t in dict.fromkeys(filter(None, hit[3]))) if others else Counter()
     asked_of = [w for w, n in told_by.items() if n >= MIN_TURNS and w.split()[0].lower() in others]
     speaker_of = asked_of[0] if len(asked_of) == 1 and len(told_by) > 1 else None
     at_names = _at_names(query)
