@@ -21,8 +21,9 @@ and three things are measured, cheaply (regexes over the few hits the search
 already holds, IDF from the search's own cache):
 
 ``asked_gap``
-    in each of the top :data:`SUPPORT_HITS` hits, the largest share of the
-    query's IDF mass carried by one asked word the hit does not contain; the
+    in each of the top hits (:func:`support_window`: three, five for a bridge
+    question), the largest share of the query's IDF mass carried by one asked
+    word the hit does not contain; the
     best of those hits (the smallest gap) is the feature. 0 when some top hit
     holds every asked word; ~0.4 for "who invented the French press" against
     a note that never says "invent". A share of the query's mass, so it
@@ -138,6 +139,8 @@ if TYPE_CHECKING:
 
 #: How many of the top hits may hold the asked part (the search's own best few).
 SUPPORT_HITS = 3
+#: How many more a bridge question's reader reads (:func:`support_window`).
+BRIDGE_HITS = 2
 #: The candidates a missing name is looked for in (its top hits' notes' other hits): the
 #: first ten of the fused ranking, as many as a search returns by default. Whatever ``k`` a
 #: caller asks for (``pnk eval`` and ``pnk search`` ask for 50 chunks, an agent for 10), the
@@ -1216,6 +1219,33 @@ def _table_count(row: str, asked: frozenset[str], unit_forms: set[str]) -> bool:
                                  for w in _TOKEN.findall(c.lower()))
 
 
+#: How many words may stand between a count and the thing it counts: "31 semi-natural
+#: grassland sites", "12 wild bee species".
+COUNT_MODIFIERS = 2
+#: The plain words after a count: the counted thing, with up to COUNT_MODIFIERS before it.
+_COUNT_PHRASE = re.compile(rf"(?:\s+[^\W\d_][\w\-]*){{2,{COUNT_MODIFIERS + 1}}}")
+
+
+def _counted_past_modifiers(after: str, unit_forms: set[str]) -> bool:
+    """Does the text after a number name the counted thing past a few words describing it?
+
+    "31 semi-natural grassland sites" counts sites as "31 sites" does. Only plain words may
+    stand between (no figure, no punctuation, no function word: "5 minutes from the site"
+    counts minutes, and "3 of the sites" is left unread).
+    """
+    words = _COUNT_PHRASE.match(after)
+    if not words:
+        return False
+    seq = words.group(0).split()
+    for i, w in enumerate(seq):
+        low = w.lower()
+        if i > 0 and _singular(low) in unit_forms:
+            return True
+        if low in STOPWORDS:
+            return False
+    return False
+
+
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a token that could answer what ``expected`` says (or a bare kind)?
 
@@ -1266,6 +1296,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)
             said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
             if said & unit_set or {_singular(w) for w in said if w} & unit_set:
+                return True
+            if unit and _counted_past_modifiers(text[m.end():m.end() + 48], unit_forms):
                 return True
         # "a two-year-old greyhound", "a three-day trip": a number word before a unit, inside
         # the hyphens ("zero-shot", "half-precision" count nothing).
@@ -1427,6 +1459,22 @@ def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> 
     ``sent`` name any of them?"""
     return (hit.path in headed and len(hit.heading_path) > 1 and not names & _written(sent)
             and not any(names & _written(heading) for heading in hit.heading_path))
+
+
+def _versions(text: str) -> list[str]:
+    """The versions ``text`` writes ("2.3.1", "v1.9"), lower case, without a leading "v"."""
+    return [m.group(0).lower().lstrip("v") for m in _VERSION.finditer(text)
+            if not m.group(0).lower().startswith("version")]
+
+
+def _other_version_section(hit: Any, asked: list[str], sent: str) -> bool:
+    """Is ``hit`` a section headed by another version than the one the question asks of,
+    with ``sent`` naming none it asks? "Who reported the bug that 2.3.1 fixed?" is not
+    answered under a changelog's "1.9.4 (2023-11-30)" by "Reported by Jun Takeda."."""
+    heading = _versions(hit.heading_path[-1]) if getattr(hit, "heading_path", None) else []
+    if not heading or any(_same_release(v, w) for v in heading for w in asked):
+        return False
+    return not any(_same_release(v, w) for v in _versions(sent) for w in asked)
 
 
 def _writers_own(sent: str, names: set[str]) -> bool:
@@ -1943,6 +1991,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     kind_names, named_kinds = _named_kinds(query)
     labels: dict[int, list[str | None]] = {}
     releases = _releases(query)
+    versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     # "When is the Berlingo due its MOT?": a note with a section headed by the name the
     # question writes ("## Berlingo") tells of it there; a sibling section headed by another
     # ("## Skoda": "MOT due again 22 Nov") tells of that one, unless its sentence names it.
@@ -1964,6 +2013,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or about_asker and _of_another(sent)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
+                or bool(versions) and hi < len(hits) and _other_version_section(hits[hi], versions, sent)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
                 or speaker_of is not None and per_hit[hi][3][si] is not None
                 and per_hit[hi][3][si][0] != speaker_of and _own_statement(sent)
@@ -2310,6 +2360,15 @@ def first_ask(query: str) -> str:
     return query if end < 0 else query[:end]
 
 
+def support_window(query: str) -> int:
+    """How many top hits may hold the asked part: :data:`SUPPORT_HITS`, and
+    :data:`BRIDGE_HITS` more for a question that describes what it asks about through
+    another fact ("Who leads the team that owns the reports service?"): the fact that names
+    the team and the one that names its lead are two notes, and the second often ranks
+    below the first's neighbours."""
+    return SUPPORT_HITS + (BRIDGE_HITS if _RELATIVE.search(query) else 0)
+
+
 def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: int,
            idf_of: Any, df_of: Any, tokenizer: str = "porter",
            later: Callable[[set[str]], list[str]] | None = None) -> Support:
@@ -2334,7 +2393,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     df = {t: df_of(t) for t in terms}  # how many chunks hold each term; 0: none in the KB
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
-    top = list(hits[:SUPPORT_HITS])
+    top = list(hits[:support_window(query)])
     front: dict[str, dict[str, Any]] = {}
 
     def props(h: Any) -> dict[str, Any]:
@@ -2413,7 +2472,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             return any(patterns[t].search(text) for text in texts for t in missing)
 
         # The candidates past a short search's hits are fetched only when these do not tell.
-        if not mention([h.text for h in hits[SUPPORT_HITS:OTHER_HITS] if h.path in read]) and not (
+        if not mention([h.text for h in hits[len(top):OTHER_HITS] if h.path in read]) and not (
                 later is not None and mention(later(read))):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:

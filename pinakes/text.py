@@ -243,7 +243,34 @@ def term_pattern(term: str) -> re.Pattern[str]:
     others = [f for f in other_forms(term) if not whole.fullmatch(f)]
     if others:
         pattern = f"(?:{pattern}|\\b(?:{'|'.join(map(re.escape, others))})\\b)"
+    derived = derived_patterns(term)
+    if derived:
+        pattern = f"(?:{pattern}|{'|'.join(derived)})"
     return re.compile(pattern, re.IGNORECASE)
+
+
+#: The endings a verb takes after a "-tion" noun's stem: "definition" -> "define", "defined";
+#: "installation" -> "install", "installs".
+_VERB_TAILS = ("", "s", "e", "es", "ed", "ing", "er", "ers", "y")
+
+
+def derived_patterns(term: str) -> list[str]:
+    """Regex fragments for the words ``term`` is built from, which no stem of it reaches.
+
+    A noun in "-ation", "-ition" or "-ution" and its verb: the question's "my floral unit
+    *definition*" is the note's "floral units as *defined* in". A word negated with "un-"
+    and the word itself: "how much is *unspent*" is answered by "£1,585 *spent* of £2,500".
+    Each is matched as a whole word with a verb's endings, never as a bare prefix
+    ("defin" would find "definitely").
+    """
+    out: list[str] = []
+    low = term.lower()
+    if len(low) >= 8 and re.search(r"[aiu]tion$", low) and len(low) - 5 >= 4:
+        stem = re.escape(low[:-5])
+        out.append(rf"\b{stem}(?:{'|'.join(t for t in _VERB_TAILS if t)})?\b")
+    if low.startswith("un") and len(low) >= 6 and low[2:].isalpha():
+        out.append(term_pattern(low[2:]).pattern)  # "unpaid": "paid", and so "pay"
+    return out
 
 
 def embed_text(title: str, heading_path: tuple[str, ...] | list[str], text: str) -> str:

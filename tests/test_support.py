@@ -54,6 +54,7 @@ from pinakes.support import (
     sentences,
     speaker_gap,
     spelled_days,
+    support_window,
     turns,
     typed_gap,
     wh_noun,
@@ -826,6 +827,18 @@ def test_a_counted_nouns_own_modifier_may_stand_next_to_the_number() -> None:
     assert not holds_typed(answer_type(question), "About 9,800 clinics were affected.", asked)
 
 
+def test_a_count_may_describe_what_it_counts_in_a_few_words() -> None:
+    """"31 semi-natural grassland sites" counts sites, as "31 sites" does; a function word in
+    between ("5 minutes from the site") makes the number count something else."""
+    sites = answer_type("How many sites did the study cover?")
+    assert holds_typed(sites, "31 semi-natural grassland sites across France.", frozenset())
+    assert not holds_typed(sites, "The lab is 5 minutes from the site.", frozenset())
+    assert not holds_typed(sites, "31 semi-natural grassland plots across France.", frozenset())
+    days = answer_type("How many days a year can you work abroad?")
+    assert holds_typed(days, "Up to 10 working days a year.", frozenset())
+    assert not holds_typed(days, "Up to 10 working hours of travel on those days.", frozenset())
+
+
 def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     asked = frozenset({"how", "many", "milligrams", "of", "magnesium"})
     milligrams = answer_type("How many milligrams of magnesium do I take?")
@@ -1013,6 +1026,12 @@ def test_a_nested_bullet_tells_more_of_its_parent() -> None:
     ("copy", ["copies", "copied"], ["copyright"]),
     ("work", ["worked", "working"], ["my workflow", "a workshop"]),
     ("e", ["vitamin E"], ["a ring", "x and y"]),  # a letter alone loses no "e" to an ending
+    # A "-tion" noun finds its verb, as a whole word with a verb's endings.
+    ("definition", ["units as defined in", "define it"], ["to defy", "a deficit"]),
+    ("installation", ["install it", "installed"], ["an instalment"]),
+    # A word negated with "un-" finds the word: "unspent" is told as "spent".
+    ("unspent", ["£1,585 spent so far", "we spend less"], ["a spell", "unsent"]),
+    ("unpaid", ["I paid $180", "pay it"], ["the papers"]),
 ])
 def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[str],
                                                        misses: list[str]) -> None:
@@ -2269,3 +2288,44 @@ def test_another_name_before_the_asked_noun_is_another_things() -> None:
     hit.text = "The PostgreSQL broker needs a PostgreSQL server, version 13 or newer."
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
     assert _named_kinds("How much do I pay on the mortgage each month?") == (set(), set())
+
+
+CHANGELOG = {
+    "changelog.md": "# Changelog\n\n"
+                    "## 2.3.1 (2025-03-18)\n\n"
+                    "- Fixed a redirect loop when a WebDAV server answers 301 to PROPFIND.\n\n"
+                    "## 1.9.4 (2023-11-30)\n\n"
+                    "- Fixed the WebDAV redirect bug that dropped the password on login. "
+                    "Reported by Jun Takeda.\n",
+    "webdav.md": "# WebDAV vaults\n\nPoint the vault at the server's URL; redirects are followed "
+                 "once, and only to the same host.\n",
+}
+
+
+def test_a_changelog_section_of_another_version_tells_of_that_one(make_kb: Any) -> None:
+    """"Who reported the bug that 2.3.1 fixed?": the name under the heading "1.9.4" is that
+    release's reporter, so nothing answers; asked of 1.9.4, the same name does."""
+    kb = make_kb(CHANGELOG, name="changelog")
+    kb.sync()
+    support, _ = support_of(kb, "Who reported the WebDAV redirect bug that 2.3.1 fixed?")
+    assert support.answer_at is None and support.typed_missing >= 0.5
+    support, _ = support_of(kb, "Who reported the WebDAV redirect bug that 1.9.4 fixed?")
+    assert "Jun Takeda" in (support.answer_at or "")
+
+
+def test_a_bridge_question_is_read_in_five_hits_not_three(make_kb: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Who leads the team that owns the service ADR-003 moved off MongoDB?" (the team-wiki
+    fixture): the ADR names the service, the team page (the fifth hit) names its owner and
+    lead. Read in three hits, the lead is not found and the search abstains."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "team-wiki" / "kb"
+    kb = make_kb({str(p.relative_to(root)): p.read_text(encoding="utf-8")
+                  for p in root.rglob("*.md")}, name="team-wiki")
+    kb.sync()
+    question = "Who leads the team that owns the service ADR-003 moved off MongoDB?"
+    assert support_window(question) == 5 and support_window("Who leads the Insights team?") == 3
+    result = kb.search(question)
+    assert not result.abstained
+    assert "people-and-teams/teams.md" in [h.path for h in result.hits[:5]]
+    monkeypatch.setattr("pinakes.support.BRIDGE_HITS", 0)
+    assert kb.search(question).abstained
