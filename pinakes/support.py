@@ -376,7 +376,8 @@ class Expected:
     #: a full name: (her name in lower case, "after" / "before" / "either").
     beside: tuple[str, str] = ("", "")
     #: "What is Maya's new address?": only a street address answers ("Storgata 14", "12 Elm
-    #: Street"), not any place ("got the job at Ishavsfysio"); "email" for an email address.
+    #: Street"), not any place ("got the job at Ishavsfysio"); "email" for an email address;
+    #: "phone" for a phone number ("07700 900316", "+46 31 12 34 56"), not "a 10-minute talk".
     address: str = ""
     #: "What is my flight number?": an identifier answers ("SK 4411", "14C", "+46 31 12 34
     #: 56"), not a time, an amount or a measure ("leaves 07:10", "3 280 kr", "8 kg").
@@ -384,6 +385,9 @@ class Expected:
     #: "Which floor is the flat on?": a place in an order answers ("the third floor", "floor
     #: 3", "the ground floor"), not a name.
     ordinal: bool = False
+    #: "Which Redis version ...?": a version answers ("6.2", "v1.9.4", "version 7"), not a
+    #: year or a date.
+    version: bool = False
 
     @property
     def what(self) -> str | None:
@@ -398,6 +402,10 @@ class Expected:
             return "duration"
         if self.year:
             return "year"
+        if self.version:
+            return "version"
+        if self.address == "phone":
+            return "phone number"
         if self.identifier:
             return "identifying number"
         if self.address:
@@ -434,6 +442,10 @@ _MEASURE = frozenset("""size number count amount price cost rate ratio percentag
     fare""".split())
 #: Measures whose value is an amount of money: "what salary", "the price of the plan".
 _MONEY_NOUNS = frozenset("price prices salary salaries fee fees rent wage wages fare fares".split())
+#: Currencies named in words ("pound" is left out: it weighs too).
+_CURRENCY_WORDS = frozenset("dollar dollars euro euros usd eur gbp sterling yen".split())
+#: Nouns of a sum, which a currency before them makes an amount of money: "the euro value".
+_SUM_NOUNS = frozenset("amount amounts value values total sum sums cost costs figure".split())
 #: A metric at a cutoff ("MRR@10", "nDCG@5", "Recall@100", "P@1") is a quantity.
 _METRIC_AT = re.compile(r"[a-z][a-z\-]*@\d+")
 _DATE_NOUNS = frozenset("year date month day time decade century era week hour season release "
@@ -537,6 +549,11 @@ _ABBREVIATED = re.compile(r"\b(" + "|".join(re.escape(a) for a in _ABBREVIATIONS
 
 #: "... did I / have we ...": the question counts the asker's own doings.
 _FIRST_PERSON = re.compile(r"\b" + _AUX + r"\s+(?:i|we)\b")
+#: "How many pages am I allowed to print?", "how many days off do we get?": a limit a rule
+#: sets, written as a number, not a count of the asker's own doings. ("Can I" is left out:
+#: "how many versions can I still restore" asks what the tool keeps, often in another note.)
+_ALLOWANCE = re.compile(r"\b(?:am|are)\s+(?:i|we)\s+(?:allowed|entitled|permitted|supposed)\b"
+                        r"|\bdo\s+(?:i|we)\s+(?:get|need|have\s+to)\b")
 _TIME_UNITS = r"(?:days|weeks|months|years|hours|minutes|nights)"
 #: "how many days after / how long between ...": a span between two dated events.
 _INTERVAL = re.compile(r"how\s+(?:many\s+(?:more\s+|fewer\s+)?" + _TIME_UNITS + r"\b(?:\s+\w+){0,8}?"
@@ -894,7 +911,8 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
         if head in _UNITS:
             return Expected(QUANTITY, _UNITS[head])
         doer = re.search(r"\b" + _AUX + r"\s+([\w\-]+)", main)
-        if m.group(1) == "many" and (_FIRST_PERSON.search(main) or doer and doer.group(1) in speakers):
+        if m.group(1) == "many" and not _ALLOWANCE.search(main) and (
+                _FIRST_PERSON.search(main) or doer and doer.group(1) in speakers):
             # "How many books did I buy?", "how many times have we met?": a count of one's
             # own doings is made by listing them across the notes, rarely written as a number.
             return UNCHECKED
@@ -1002,9 +1020,13 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     head = _content(words)
     if head and head[-1] in _MONEY_NOUNS and expected.kind == QUANTITY:
         return replace(expected, units=MONEY_UNITS, money=True)
+    if _CURRENCY_WORDS.intersection(head) and (expected.kind == QUANTITY or head[-1] in _SUM_NOUNS):
+        # "the total dollar amount", "the euro value of the grant": money ("$48,210"), not
+        # "312 extra invoices".
+        return Expected(QUANTITY, MONEY_UNITS, money=True)
     if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "id")
             and expected.kind == QUANTITY):
-        return replace(expected, identifier=True)
+        return replace(expected, identifier=True, address="phone" if head[-2] in _PHONE_NOUNS else "")
     if head[-2:-1] and head[-2] in _CODED and head[-1] in ("code", "codes"):
         # "the colour codes of ...", "the door code": an identifier ("#2F5D3A", "4711"), which
         # a note without one ("a deep green") does not give.
@@ -1034,6 +1056,10 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
         return replace(expected, units=TEMPERATURE_UNITS)
     if head and head[-1] in ("year", "years") and expected.kind == DATE:
         return replace(expected, year=True)
+    if head and head[-1] in ("version", "versions") and expected.kind == DATE:
+        # "Which Redis version was the gateway using?": a version written out ("Redis 6.2"),
+        # not a year the sentence gives, nor the date of the note that tells of it.
+        return replace(expected, undated=True, version=True)
     if head and head[-1] in ("hour", "hours") and expected.kind == DATE:
         # "What hours do I need to be reachable?", "the opening hours": a clock reading
         # ("10:00-16:00"), as "what time" asks; no date answers them.
@@ -1131,6 +1157,18 @@ _MEASURE_WORDS = frozenset(
 _HEX_COLOUR = re.compile(r"#(?:[0-9a-fA-F]{6}|(?=[a-fA-F]*\d)[0-9a-fA-F]{3})\b")
 
 
+#: The nouns of "<noun> number" that ask for a phone number.
+_PHONE_NOUNS = frozenset("phone mobile cell telephone fax".split())
+#: A phone number: six digits or more in one run, spaces, dashes, dots and brackets between
+#: ("07700 900316", "+46 31 12 34 56", "(555) 014-3321"), or an office's extension.
+_PHONE = re.compile(r"(?<![\w.,])\+?\(?\d(?:[ \-.()]{0,2}\d){5,}(?![\w,])"
+                    r"|\b(?:ext|extension|x)\.?[ \t]*\d{2,6}\b", re.IGNORECASE)  # "ext. 4411"
+
+
+#: A major version after its name: "PostgreSQL 13", "Redis 7", "Node v20" (not "May 6").
+_NAMED_MAJOR = re.compile(r"\b([A-Z][\w\-]*)\s+v?(\d{1,3})\b(?![.,:]\d)")
+
+
 def _holds_identifier(text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a number that may be an identifier: not a clock reading, a year, an
     amount of money or a measure ("leaves 07:10", "in 2024", "3 280 kr", "8 kg")?"""
@@ -1219,6 +1257,14 @@ def _table_count(row: str, asked: frozenset[str], unit_forms: set[str]) -> bool:
                                  for w in _TOKEN.findall(c.lower()))
 
 
+#: Every unit a number may carry glued to it, in lower case ("16GB", "5km", "30s").
+_KNOWN_UNITS = frozenset(u for group in (*_UNITS.values(), BYTE_UNITS, DURATION_UNITS, MONEY_UNITS,
+                                         TEMPERATURE_UNITS) for u in group)
+#: A figure glued to capitals that are no unit: "2FA", "4WD", "3DS" name a thing, not a
+#: quantity.
+_CAPS_NAME = re.compile(r"\d+([A-Z]{2,3})")
+
+
 #: How many words may stand between a count and the thing it counts: "31 semi-natural
 #: grassland sites", "12 wild bee species".
 COUNT_MODIFIERS = 2
@@ -1260,10 +1306,17 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
     if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
         return False  # "per week": "Long run: 28 km" is one run's, not a week's
+    if kind == QUANTITY and (turn := _TURN.match(text)):
+        # "[11:04] Joris: she was the only dog ...": a chat line's clock says when it was
+        # written, and counts nothing it tells.
+        text = text[turn.end():]
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing;
         # nor does a note's name in a wikilink ("results in [[Annual checkup 2025]]").
         text = _DATED_NUMBER.sub(" ", _WIKILINK.sub(" ", text))
+        if expected.address == "phone":
+            return any(re.sub(r"\D", "", m.group(0)) not in {re.sub(r"\D", "", a) for a in asked}
+                       for m in _PHONE.finditer(text))
         if expected.identifier:
             return _holds_identifier(text, asked)
         if expected.ordinal and any(m.group(0).lower() not in asked for m in _ORDINAL_WORD.finditer(text)):
@@ -1282,6 +1335,9 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             tok = m.group(0).strip().lower()
             if tok in asked or tok.rstrip("%") in asked:
                 continue
+            caps = _CAPS_NAME.fullmatch(m.group(0).strip())
+            if caps and caps.group(1).lower() not in _KNOWN_UNITS:
+                continue  # "See [Accounts and 2FA].": a name with a figure in it
             if not units or expected.span and re.fullmatch(r"\d+:\d\d(?::\d\d)?", tok):
                 return True
             if expected.money and (tok[:1] in ("$", "€", "£") or (
@@ -1314,6 +1370,9 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             elif i + 1 < len(words) and _singular(words[i + 1]) in unit_forms:
                 return True  # "fifteen grams", "a day", "an hour"
         return False
+    if kind == DATE and expected.version:
+        return any(m.group(0).lower().lstrip("v") not in asked for m in _VERSION.finditer(text)) or any(
+            m.group(2) not in asked and m.group(1).lower() not in _MONTHS for m in _NAMED_MAJOR.finditer(text))
     if kind == DATE and expected.clock:
         return any(m.group(0).lower() not in asked for m in _CLOCK.finditer(text))
     if kind == DATE and expected.year:

@@ -616,6 +616,9 @@ def test_the_reason_reaches_the_mcp_answer(coffee: KB, tmp_path: Path) -> None:
     ("How many times have we met this year?", None),
     ("How many milligrams of magnesium do I take a day?", QUANTITY),
     ("How many pages does the novel have?", QUANTITY),
+    # A limit a rule sets is written as a number, whoever asks.
+    ("How many pages am I allowed to print per month?", QUANTITY),
+    ("How many sick notes do we need to hand in?", QUANTITY),
     ("How can you count how many lines each function contributes?", None),  # embedded "how many"
     # A span between two dated events is worked out, not written: not checked. A duration
     # that one sentence states still is.
@@ -827,6 +830,56 @@ def test_a_counted_nouns_own_modifier_may_stand_next_to_the_number() -> None:
     assert not holds_typed(answer_type(question), "About 9,800 clinics were affected.", asked)
 
 
+def test_a_figure_glued_to_capitals_that_are_no_unit_is_a_name() -> None:
+    """"See [Accounts and 2FA]." holds no duration for "How long does a VPN connection stay
+    up?"; "16GB" carries a unit and still counts."""
+    vpn = answer_type("How long does a VPN connection stay up before I sign in again?")
+    assert not holds_typed(vpn, "See [Accounts and 2FA].", frozenset())
+    assert holds_typed(vpn, "It stays up for 12 hours.", frozenset())
+    size = answer_type("How big is the memory card?")
+    assert holds_typed(size, "A 16GB card.", frozenset())
+
+
+def test_a_chat_lines_clock_counts_nothing() -> None:
+    """"[11:04] Joris: she was the only dog who wouldn't sit" says nothing of how old the dog
+    is; the clock says when the line was written. Her age in the line still answers, and
+    the clock still answers "what time"."""
+    age = answer_type("How old is Joris's dog Pip?")
+    assert not holds_typed(age, "[11:04] Joris: she was the only dog who wouldn't sit.", frozenset())
+    assert holds_typed(age, "[11:04] Joris: she turned 3 last week.", frozenset())
+    finish = answer_type("What was Sanne's finishing time in the triathlon?")
+    assert not holds_typed(finish, "**Sanne** (13:05): I FINISHED", frozenset())
+    assert holds_typed(finish, "**Sanne** (13:05): I finished in 2:41:10", frozenset())
+    clock = answer_type("What time did Ayla ring the market office?")
+    assert holds_typed(clock, "**Ayla** (09:30): Rang the market office.", frozenset())
+
+
+def test_a_phone_number_is_six_digits_or_an_extension() -> None:
+    """"What's Ingrid's phone number?" is not answered by "a 10-minute talk" or a date, as any
+    identifier might be; a run of six digits or more, or "ext. 4411", answers."""
+    phone = answer_type("What's Ingrid's phone number?")
+    assert phone.identifier and phone.address == "phone"
+    assert not holds_typed(phone, "Ingrid wants a 10-minute talk and a 5-page report by 8 May.", frozenset())
+    assert not holds_typed(phone, "Booked on 2024-03-14, £1,585 in all.", frozenset())
+    for text in ("Dave Pryce, Warmline: 07700 900316", "call +46 31 12 34 56", "(555) 014-3321",
+                 "IT desk: ext. 4411"):
+        assert holds_typed(phone, text, frozenset()), text
+    assert answer_type("What is my flight number?").address == ""
+
+
+def test_a_version_question_is_answered_by_a_version_not_a_year() -> None:
+    """"Which Redis version ...?" is not answered by "in the first half of 2023", nor by
+    the date of the note that tells it; "Redis 6.2", "v1.9.4" or "PostgreSQL 13" answers."""
+    redis = answer_type("Which Redis version was the gateway using for sessions?")
+    assert redis.kind == DATE and redis.version and redis.undated and redis.what == "version"
+    assert not holds_typed(redis, "Two incidents in the first half of 2023 were failovers.", frozenset())
+    assert not holds_typed(redis, "Moved on 6 May, then again on 2024-03-14.", frozenset())
+    for text in ("It ran Redis 6.2 on three nodes.", "Pinned to v1.9.4 until the upgrade.",
+                 "We picked PostgreSQL 13, then current."):
+        assert holds_typed(redis, text, frozenset()), text
+    assert not answer_type("When was the gateway moved?").version
+
+
 def test_a_count_may_describe_what_it_counts_in_a_few_words() -> None:
     """"31 semi-natural grassland sites" counts sites, as "31 sites" does; a function word in
     between ("5 minutes from the site") makes the number count something else."""
@@ -910,6 +963,12 @@ def test_a_count_or_a_unit_must_sit_next_to_its_number() -> None:
     assert holds_typed(salary, "The offer is 95k plus equity.", frozenset())
     assert not holds_typed(salary, "Big news part two: they want me in Denver.", frozenset())
     assert not answer_type("What is the computational cost of attention?").money
+    # A currency named in words makes a sum money: "312 extra invoices" is no dollar amount.
+    dollars = answer_type("What was the total dollar amount of the duplicated invoices?")
+    assert dollars.money and answer_type("What is the euro value of the grant?").money
+    assert not holds_typed(dollars, "It created 312 extra invoices in total.", frozenset())
+    assert holds_typed(dollars, "The duplicates came to $48,210.", frozenset())
+    assert not answer_type("What is the amount of the grant?").money
     # A date's numbers count nothing: "August 17" is no rent, "March 2023" no font size.
     assert not holds_typed(QUANTITY, "Moving day is August 17, and we rent a townhouse.", frozenset())
     assert not holds_typed(QUANTITY, "Switched on 17 March 2023, then 2024-03-14.", frozenset())
