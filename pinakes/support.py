@@ -2428,6 +2428,27 @@ def support_window(query: str) -> int:
     return SUPPORT_HITS + (BRIDGE_HITS if _RELATIVE.search(query) else 0)
 
 
+#: How many asked words a later section's heading must name to be read with the top hits.
+HEADING_ASKED = 2
+
+
+def read_hits(hits: Sequence[Any], window: int, asked: Sequence[str],
+              patterns: dict[str, re.Pattern[str]]) -> list[Any]:
+    """The hits the reader reads: the first ``window``, and the first later section (within
+    :data:`OTHER_HITS`) of one of their notes whose own heading names :data:`HEADING_ASKED`
+    of the ``asked`` words. A page's opening section often matches a question's words best
+    and ranks first, while the section headed "How long results are kept" holds the
+    answer to "How long does a result backend keep a job's return value?".
+    """
+    top = list(hits[:window])
+    paths = {h.path for h in top}
+    for h in hits[window:OTHER_HITS]:
+        heading = h.heading_path[-1] if h.path in paths and h.heading_path else ""
+        if heading and sum(1 for t in asked if patterns[t].search(heading)) >= HEADING_ASKED:
+            return [*top, h]
+    return top
+
+
 def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: int,
            idf_of: Any, df_of: Any, tokenizer: str = "porter",
            later: Callable[[set[str]], list[str]] | None = None) -> Support:
@@ -2452,7 +2473,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     df = {t: df_of(t) for t in terms}  # how many chunks hold each term; 0: none in the KB
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
-    top = list(hits[:support_window(query)])
+    top = read_hits(hits, support_window(query), [t for t in terms if t not in about_toks], patterns)
     front: dict[str, dict[str, Any]] = {}
 
     def props(h: Any) -> dict[str, Any]:
@@ -2531,7 +2552,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             return any(patterns[t].search(text) for text in texts for t in missing)
 
         # The candidates past a short search's hits are fetched only when these do not tell.
-        if not mention([h.text for h in hits[len(top):OTHER_HITS] if h.path in read]) and not (
+        if not mention([h.text for h in hits[:OTHER_HITS] if h.path in read and h not in top]) and not (
                 later is not None and mention(later(read))):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:

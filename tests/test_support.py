@@ -50,6 +50,7 @@ from pinakes.support import (
     measured,
     outline,
     property_lines,
+    read_hits,
     sentence_turns,
     sentences,
     speaker_gap,
@@ -2388,3 +2389,24 @@ def test_a_bridge_question_is_read_in_five_hits_not_three(make_kb: Any,
     assert "people-and-teams/teams.md" in [h.path for h in result.hits[:5]]
     monkeypatch.setattr("pinakes.support.BRIDGE_HITS", 0)
     assert kb.search(question).abstained
+
+
+def test_a_later_section_headed_by_the_asked_words_is_read_with_the_top_hits() -> None:
+    """A page's opening section ranks first for "How long does a result backend keep a job's
+    return value?"; its section headed "How long results are kept", sixth, is read too. A
+    later section of another note, or one whose heading names one asked word, is not."""
+    terms = ["result", "backend", "keep", "job", "return", "value"]
+    patterns = {t: term_pattern(t) for t in terms}
+
+    def hit(path: str, *heading: str) -> SimpleNamespace:
+        return SimpleNamespace(path=path, heading_path=list(heading), text="")
+
+    hits = [hit("results.md", "Result backends"), hit("concepts.md", "Core concepts"),
+            hit("quickstart.md", "Quickstart"), hit("api.md", "API", "JobHandle"),
+            hit("brokers.md", "Brokers", "How long results are kept"),
+            hit("results.md", "Result backends", "Available backends"),
+            hit("results.md", "Result backends", "How long results are kept")]
+    read = read_hits(hits, 3, terms, patterns)
+    assert [h.heading_path[-1] for h in read[3:]] == ["How long results are kept"]
+    assert read[3].path == "results.md"
+    assert read_hits(hits[:6], 3, terms, patterns) == hits[:3]
