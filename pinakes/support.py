@@ -159,9 +159,12 @@ _ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
 #: of place and indefinite pronouns. "How much is *still* unspent?" is answered by "£915
 #: left"; "How long was *everything* down?" by "the outage lasted 1 h 5 min".
 _SLIGHT = frozenset("""still already yet ever also even really actually currently usually typically
+    finally eventually originally initially ultimately recently lately normally generally
     exactly roughly approximately around across along within without behind beside besides toward
     towards upon via onto among amongst throughout beyond anyway everything anything something
     nothing everyone anyone someone everybody anybody somebody ones""".split())
+#: "end up", "ended up": how it turned out, which the notes tell without the phrase.
+_END_UP = re.compile(r"\bend(?:s|ed|ing)?\s+up\b", re.IGNORECASE)
 #: A decade in figures: "1980s", "the 90s", "'70s". Notes give a year of it ("from about 1985").
 _DECADE = re.compile(r"(?:1[89]|20)?\d0s")
 #: A name-like word the KB never mentions must be at least this long (shorter tokens
@@ -1157,11 +1160,18 @@ _MEASURE_WORDS = frozenset(
 _HEX_COLOUR = re.compile(r"#(?:[0-9a-fA-F]{6}|(?=[a-fA-F]*\d)[0-9a-fA-F]{3})\b")
 
 
+def _is_range(token: str) -> bool:
+    """Two figures of one length with a dash between, the second not led by a zero: a range
+    ("1000-2000"), not a phone number ("555-0143", "0161-496-0000")."""
+    m = re.fullmatch(r"(\d{3,5})[-–]([1-9]\d{2,4})", token)
+    return m is not None and len(m.group(1)) == len(m.group(2))
+
+
 #: The nouns of "<noun> number" that ask for a phone number.
 _PHONE_NOUNS = frozenset("phone mobile cell telephone fax".split())
 #: A phone number: six digits or more in one run, spaces, dashes, dots and brackets between
 #: ("07700 900316", "+46 31 12 34 56", "(555) 014-3321"), or an office's extension.
-_PHONE = re.compile(r"(?<![\w.,])\+?\(?\d(?:[ \-.()]{0,2}\d){5,}(?![\w,])"
+_PHONE = re.compile(r"(?<![\w.,])\+?\(?\d(?:[ \-.()]{0,2}\d){6,}(?![\w,])"
                     r"|\b(?:ext|extension|x)\.?[ \t]*\d{2,6}\b", re.IGNORECASE)  # "ext. 4411"
 
 
@@ -1303,12 +1313,17 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     kind, units = expected.kind, expected.units
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.
-        text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s)\d", m.group(1)) else " ", text)
+        # A quoted value is a value too: a config table's `"04:00-05:00"`, `"30s"`.
+        text = _CODE.sub(lambda m: m.group(1) if re.search(r"(?:^|\s|^[\"'])\d", m.group(1)) else " ", text)
     if kind == QUANTITY and expected.per and not _rate_pattern(expected.per).search(text):
         return False  # "per week": "Long run: 28 km" is one run's, not a week's
-    if kind == QUANTITY and (turn := _TURN.match(text)):
+    if (kind == QUANTITY or kind == DATE and expected.undated and not expected.clock) and (
+            turn := _TURN.match(text)):
         # "[11:04] Joris: she was the only dog ...": a chat line's clock says when it was
-        # written, and counts nothing it tells.
+        # written, and counts nothing it tells; nor does its date ("20/01/2025, 10:06 -
+        # Gran: ...") date an event it tells of ("When is the MOT due?"). What happened that
+        # day ("When did Gran see the optician?") may still be dated by it, and a time of day
+        # read from it ("What time did Ayla ring the office?": "(09:30): Rang the office").
         text = text[turn.end():]
     if kind == QUANTITY:
         # "August 17", "17 Aug", "March 2023", "2024-03-14": a date's numbers count nothing;
@@ -1316,7 +1331,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         text = _DATED_NUMBER.sub(" ", _WIKILINK.sub(" ", text))
         if expected.address == "phone":
             return any(re.sub(r"\D", "", m.group(0)) not in {re.sub(r"\D", "", a) for a in asked}
-                       for m in _PHONE.finditer(text))
+                       and not _is_range(m.group(0)) for m in _PHONE.finditer(text))
         if expected.identifier:
             return _holds_identifier(text, asked)
         if expected.ordinal and any(m.group(0).lower() not in asked for m in _ORDINAL_WORD.finditer(text)):
@@ -1349,7 +1364,7 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             if suffix == "s" and (re.fullmatch(r"\d{3}0s", tok)
                                   or _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())):
                 continue  # "the 1990s", "Hoka Clifton 9s": a decade, a model's plural, no seconds
-            unit = re.match(r"\s*([^\W\d]+|[%°£$€])", after)
+            unit = re.match(r"(?:\s*|-(?=[^\W\d]))([^\W\d]+|[%°£$€])", after)  # "11 digits", "11-digit"
             said = {suffix, unit.group(1) if unit else "", text[max(0, m.start() - 1):m.start()]}
             if said & unit_set or {_singular(w) for w in said if w} & unit_set:
                 return True
@@ -2199,7 +2214,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 #: 'Ines said, "..."' (a transcript rendered as prose): one to three capitalised words,
 #: then a colon (or, after "said", a comma and the opening quote).
 _TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\*|__)?"
-                   r"(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}:\d\d(?::\d\d)?(?:[ \t]*[AaPp][Mm])?[ \t]+"
+                   r"(?:\[[^\]\n]{1,40}\][ \t]*|(?:\d{1,4}[/.\-]\d{1,2}[/.\-]\d{2,4},?[ \t]+)?"
+                   r"\d{1,2}:\d\d(?::\d\d)?(?:[ \t]*[AaPp][Mm])?[ \t]+"
                    r"(?:[-–][ \t]+)?|[A-Z]{0,3}\d+(?::\d+)+[ \t]+)?(?:\*\*|__)?"
                    r"\[?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})\]?"
                    r"(?:[ \t]+(?:said|says|wrote|writes|asked|asks|replied|replies)"
@@ -2385,8 +2401,10 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
                 if len(mention.findall(sent)) > calls or (calls and second and not first):
                     best_x = max(best_x, share)  # names them, or tells them ("..., Ines?")
                 elif who == person:
-                    # Their own words, unless they ask ("how's the kitten?" states nothing).
-                    if first and mine and not _asks(sent):
+                    # Their own words, unless they ask ("how's the kitten?" states nothing). In
+                    # a group, terse news drops the "I" ("results are out!!! 66% average for
+                    # second year"): a plain statement of theirs that speaks to nobody is theirs.
+                    if (first or not pair and not second) and mine and not _asks(sent):
                         best_x = max(best_x, share_of(mine))
                 elif pair and second and not first:
                     best_x = max(best_x, share)  # said to them
@@ -2485,6 +2503,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "How long was everything down?", "the study behind my definition": words no fact needs
     # written count as held, and keep their share of the question.
     slight = {t for t in terms if t in _SLIGHT}
+    if _END_UP.search(query):
+        slight.add("end")  # "What did they end up paying?": "end up" says "in the end"
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
         held.append({t for t, p in patterns.items() if p.search(hay)} | slight)

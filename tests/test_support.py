@@ -308,6 +308,13 @@ def test_words_no_fact_needs_written_are_held(make_kb: Any) -> None:
     assert "ones" not in ones.unsupported and "older" in ones.unsupported
     other, _ = support_of(kb, "How long was the router down behind the expired wildcard certificate?")
     assert "router" in other.unsupported  # a content word is still asked of the notes
+    # "finally", "end up": how it turned out, which a note tells without the words.
+    finally_, _ = support_of(kb, "How long did the wildcard certificate outage finally last?")
+    assert "finally" not in finally_.unsupported
+    end_up, _ = support_of(kb, "How long did the wildcard certificate outage end up lasting?")
+    assert "end" not in end_up.unsupported
+    end, _ = support_of(kb, "When was the end of the wildcard certificate outage?")
+    assert "end" in end.unsupported  # "the end" is asked of the notes
 
 
 def test_support_needs_the_query_it_was_asked() -> None:
@@ -853,6 +860,11 @@ def test_a_chat_lines_clock_counts_nothing() -> None:
     assert holds_typed(finish, "**Sanne** (13:05): I finished in 2:41:10", frozenset())
     clock = answer_type("What time did Ayla ring the market office?")
     assert holds_typed(clock, "**Ayla** (09:30): Rang the market office.", frozenset())
+    # A phone export's date says when a line was sent: not when the MOT is due.
+    due = answer_type("When is Gran's eye operation?")
+    assert due.undated
+    assert not holds_typed(due, "20/01/2025, 10:06 - Gran: the eye operation is booked", frozenset())
+    assert holds_typed(due, "20/01/2025, 10:06 - Gran: the eye operation is on 14 March", frozenset())
 
 
 def test_a_phone_number_is_six_digits_or_an_extension() -> None:
@@ -862,8 +874,9 @@ def test_a_phone_number_is_six_digits_or_an_extension() -> None:
     assert phone.identifier and phone.address == "phone"
     assert not holds_typed(phone, "Ingrid wants a 10-minute talk and a 5-page report by 8 May.", frozenset())
     assert not holds_typed(phone, "Booked on 2024-03-14, £1,585 in all.", frozenset())
+    assert not holds_typed(phone, "New shoes every 600-700 km, or 1000-2000 a year.", frozenset())
     for text in ("Dave Pryce, Warmline: 07700 900316", "call +46 31 12 34 56", "(555) 014-3321",
-                 "IT desk: ext. 4411"):
+                 "IT desk: ext. 4411", "front desk 555-0143"):
         assert holds_typed(phone, text, frozenset()), text
     assert answer_type("What is my flight number?").address == ""
 
@@ -879,6 +892,18 @@ def test_a_version_question_is_answered_by_a_version_not_a_year() -> None:
                  "We picked PostgreSQL 13, then current."):
         assert holds_typed(redis, text, frozenset()), text
     assert not answer_type("When was the gateway moved?").version
+
+
+def test_a_value_in_quotes_and_a_hyphenated_count_are_read() -> None:
+    """A config table's `"04:00-05:00"` is a time of day, `"stable"` none; "the 11-digit
+    code" counts digits as "11 digits" does, "a 3-day course" counts none."""
+    hours = answer_type("During which hours does the hub install updates by default?")
+    row = '| `update.window` | string | `"04:00-05:00"` | local time range for updates |'
+    assert holds_typed(hours, row, frozenset())
+    assert not holds_typed(hours, '| `update.channel` | string | `"stable"` | or `"beta"` |', frozenset())
+    digits = answer_type("How many digits does the manual pairing code have?")
+    assert holds_typed(digits, "Type the 11-digit manual code.", frozenset())
+    assert not holds_typed(digits, "Book the 3-day course first.", frozenset())
 
 
 def test_a_count_may_describe_what_it_counts_in_a_few_words() -> None:
@@ -1625,6 +1650,12 @@ def test_a_turn_is_read_in_every_common_form() -> None:
             "Ines said: five.\n")
     assert [(who, said.strip()) for who, said in turns(more)] == [
         ("Ines", "one."), ("Tomas", "two."), ("Ines", "three."), ("Tomas", "four."), ("Ines", "five.")]
+    # A phone's chat export: the date and the time before the name, either order of day
+    # and month, a 12-hour clock, square brackets.
+    phone = ("20/01/2025, 10:05 - Ines: one.\n1/20/25, 7:04 PM - Tomas: two.\n"
+             "[20/01/2025, 10:06:11] Ines: three.\n")
+    assert [(who, said.strip()) for who, said in turns(phone)] == [
+        ("Ines", "one."), ("Tomas", "two."), ("Ines", "three.")]
     # A transcript rendered as prose ('Ines said, "..."'), and a bracketed name.
     prose = 'Ines said, "six."\nTomas says, \u201cseven.\u201d\n[Ines]: eight.\n'
     assert [(who, said.strip()) for who, said in turns(prose)] == [
@@ -1632,6 +1663,22 @@ def test_a_turn_is_read_in_every_common_form() -> None:
     # "said," without a quote is prose, and a reference-style link definition no turn.
     assert turns("Jonas said, in passing, that he likes Berlin.")[0][0] is None
     assert turns("[Zotero]: https://www.zotero.org\n[Anki]: <https://apps.ankiweb.net>\n")[0][0] is None
+
+
+def test_in_a_group_a_speakers_terse_news_is_their_own() -> None:
+    """"results are out!!! 66% average for second year" is Tom's news though it drops the
+    "I"; Sophie's "my Year 4 lot did well overall" is hers. Between two people a plain
+    statement stays nobody's: the listener echoes the teller."""
+    group = ("08/07/2025, 10:05 - Tom: results are out!!! 66% average for second year\n"
+             "08/07/2025, 10:07 - Sophie: I had my Year 4 reports back, they did well overall this year\n"
+             "08/07/2025, 10:09 - Mum: so proud of you both\n"
+             "08/07/2025, 10:12 - Tom: cheers\n08/07/2025, 10:13 - Sophie: x\n"
+             "08/07/2025, 10:15 - Mum: dinner sunday?\n")
+    question = "How did Tom do in his second year overall?"
+    assert speaker_gap_of(question, group)[0] == 0.0
+    pair = "\n".join(line for line in group.splitlines() if "Mum:" not in line)
+    gap, person, said_by, _ = speaker_gap_of(question, pair)
+    assert (person, said_by) == ("Tom", "Sophie") and gap > 0.0
 
 
 def test_what_the_other_speaker_said_of_themselves_is_no_answer() -> None:
