@@ -119,7 +119,8 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .dialects import NOTION_ID, date_key, doc_aliases, strip_suffix
@@ -129,6 +130,7 @@ from .text import (
     NAME_TOKEN_RE,
     STOPWORDS,
     content_terms,
+    fold,
     name_spans,
     name_tokens,
     term_pattern,
@@ -2437,6 +2439,17 @@ def first_ask(query: str) -> str:
     return query if end < 0 else query[:end]
 
 
+def _folded(hit: Any) -> Any:
+    """``hit`` with its title, headings and text folded (:func:`pinakes.text.fold`); the hit
+    itself when they are ASCII, as most are."""
+    if hit.text.isascii() and hit.title.isascii() and all(h.isascii() for h in hit.heading_path):
+        return hit
+    copy = replace(hit) if is_dataclass(hit) else SimpleNamespace(**vars(hit))
+    copy.text, copy.title = fold(hit.text), fold(hit.title)
+    copy.heading_path = [fold(h) for h in hit.heading_path]
+    return copy
+
+
 def support_window(query: str) -> int:
     """How many top hits may hold the asked part: :data:`SUPPORT_HITS`, and
     :data:`BRIDGE_HITS` more for a question that describes what it asks about through
@@ -2480,6 +2493,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     question as one for 50 does).
     """
     trigram = tokenizer == "trigram"
+    hits = [_folded(h) for h in hits]  # "CO₂" read as the question's "CO2" (pinakes.text.fold)
     # "how many milligrams": the dimension word asks for a number, no text holds it.
     terms = content_terms(query, cjk_bigrams=not trigram)
     if not terms:
@@ -2573,7 +2587,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
 
         # The candidates past a short search's hits are fetched only when these do not tell.
         if not mention([h.text for h in hits[:OTHER_HITS] if h.path in read and h not in top]) and not (
-                later is not None and mention(later(read))):
+                later is not None and mention([fold(t) for t in later(read)])):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
         # No sentence of the top hits holds an asked word: no token there can stand in for

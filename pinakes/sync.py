@@ -37,7 +37,7 @@ from .moves import finish_interrupted_swap, recognise_moves
 from .relink import follow_moves, moved_from
 from .sidecar import Sidecar, is_ulid, new_ulid, read_sidecar, sidecar_rel_path, skeleton
 from .store import Store
-from .text import embed_text, segment_cjk
+from .text import embed_text, fold, segment_cjk
 
 # Title, heading path and a separator take some of the embedder's window.
 CHUNK_HEADROOM = 40
@@ -796,7 +796,7 @@ def _fts_tokenizer(conn: Any) -> str:
 def _fts_values(tokenizer: str, title: str, heading_path: list[str] | tuple[str, ...],
                 text: str) -> tuple[str, str, str]:
     """What ``chunks_fts`` indexes for a chunk: also what deleting it must give back."""
-    seg = (lambda s: s) if tokenizer == "trigram" else segment_cjk
+    seg = fold if tokenizer == "trigram" else (lambda s: segment_cjk(fold(s)))
     return seg(title), seg(" > ".join(heading_path)), seg(text)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -39,6 +40,17 @@ def segment_cjk(text: str) -> str:
     return CJK_RE.sub(lambda m: f" {m.group(0)} ", text)
 
 
+def fold(text: str) -> str:
+    """``text`` with Unicode's compatibility forms folded (NFKC): "CO₂" is "CO2", "m²" is
+    "m2", full-width "ＰＤＦ" is "PDF", the ligature in "ﬁle" is "fi".
+
+    What the full-text index holds and what a query asks are both folded, so a question
+    typed with plain digits finds a note written with subscripts, and the confidence's
+    reader reads the hits the same way. ASCII text (most of it) is returned as it is.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = True) -> list[str]:
     """The distinct search terms of a query, lower-cased, in order.
 
@@ -47,7 +59,7 @@ def query_terms(query: str, keep_stopwords: bool = False, cjk_bigrams: bool = Tr
     Stop words are dropped unless the query has nothing else.
     """
     raw: list[str] = []
-    for t in _TERM_RE.findall(query):
+    for t in _TERM_RE.findall(fold(query)):
         if CJK_RE.match(t) and cjk_bigrams:
             # Overlapping character bigrams: the usual way to search unsegmented text.
             raw.extend(t[i : i + 2] for i in range(max(1, len(t) - 1)))

@@ -62,7 +62,7 @@ from pinakes.support import (
 )
 from pinakes.termstats import chunk_count
 from pinakes.termstats import idf as term_idf
-from pinakes.text import content_terms, name_spans, name_tokens, query_terms, term_pattern
+from pinakes.text import content_terms, fold, name_spans, name_tokens, query_terms, term_pattern
 
 COFFEE = {
     "coffee/french-press.md": """
@@ -2457,3 +2457,17 @@ def test_a_later_section_headed_by_the_asked_words_is_read_with_the_top_hits() -
     assert [h.heading_path[-1] for h in read[3:]] == ["How long results are kept"]
     assert read[3].path == "results.md"
     assert read_hits(hits[:6], 3, terms, patterns) == hits[:3]
+
+
+def test_a_question_in_plain_digits_finds_a_note_written_with_subscripts(make_kb: Any) -> None:
+    """"CO2" finds "CO₂", in the full-text index and in the confidence's reader: the
+    question's name is known, and the note's date answers."""
+    assert fold("CO₂ in m², ＰＤＦ, ﬁle") == "CO2 in m2, PDF, file" and fold("plain") == "plain"
+    kb = make_kb({"sensors.md": "# Sensors\n\nThe Corvid Air measures CO₂ with an NDIR cell. "
+                                "Support for it arrived on 9 July 2024.\n",
+                  "other.md": "# Lights\n\nBulbs pair in under a minute.\n"}, name="subscripts")
+    kb.sync()
+    result = kb.search("When did support for the CO2 sensor arrive?")
+    assert result.hits[0].path == "sensors.md" and not result.abstained
+    support, _ = support_of(kb, "When did support for the CO2 sensor arrive?")
+    assert support.unknown == [] and "co2" not in [w.lower() for w in support.unsupported]
