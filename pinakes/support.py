@@ -1543,6 +1543,13 @@ def _versions(text: str) -> list[str]:
             if not m.group(0).lower().startswith("version")]
 
 
+def _tells_other_version(sent: str, asked: list[str]) -> bool:
+    """Does ``sent`` write versions, none of them one the question asks of? "Current stable
+    release: 3.4.1." tells nothing of 3.3.2's date."""
+    said = _versions(sent)
+    return bool(said) and not any(_same_release(v, w) for v in said for w in asked)
+
+
 def _other_version_section(hit: Any, asked: list[str], sent: str) -> bool:
     """Is ``hit`` a section headed by another version than the one the question asks of,
     with ``sent`` naming none it asks? "Who reported the bug that 2.3.1 fixed?" is not
@@ -2090,6 +2097,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
                 or bool(versions) and hi < len(hits) and _other_version_section(hits[hi], versions, sent)
+                or bool(versions) and _tells_other_version(sent, versions)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
                 or speaker_of is not None and per_hit[hi][3][si] is not None
                 and per_hit[hi][3][si][0] != speaker_of and _own_statement(sent)

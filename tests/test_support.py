@@ -2471,3 +2471,17 @@ def test_a_question_in_plain_digits_finds_a_note_written_with_subscripts(make_kb
     assert result.hits[0].path == "sensors.md" and not result.abstained
     support, _ = support_of(kb, "When did support for the CO2 sensor arrive?")
     assert support.unknown == [] and "co2" not in [w.lower() for w in support.unsupported]
+
+
+def test_a_sentence_of_other_versions_does_not_date_the_one_asked(make_kb: Any) -> None:
+    """"On what date was Burrow 3.3.2 released?": "Current stable release: 3.4.1." names a
+    version, which dates changelog lines, but another one; asked of 3.4.1, its line answers."""
+    kb = make_kb({"index.md": "# Burrow\n\nBurrow runs your home locally. Current stable release: "
+                              "**3.4.1**, published 2 March 2025.\n",
+                  "pairing.md": "# Pairing\n\nHold the button for five seconds to pair a sensor.\n"},
+                 name="versions")
+    kb.sync()
+    support, _ = support_of(kb, "On what date was Burrow 3.3.2 released?")
+    assert support.answer_at is None and support.typed_missing >= 0.5
+    support, _ = support_of(kb, "On what date was Burrow 3.4.1 released?")
+    assert "2 March 2025" in (support.answer_at or "")
