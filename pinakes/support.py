@@ -1543,6 +1543,20 @@ def _versions(text: str) -> list[str]:
             if not m.group(0).lower().startswith("version")]
 
 
+#: "my sister", "our neighbour": the asker's own relation.
+_MY_KIN = re.compile(r"\b(?:my|our)\s+([a-z]+)\b", re.IGNORECASE)
+#: "her sister", "his brother's": somebody else's.
+_THEIR_KIN = re.compile(r"\b(?:his|her|their)\s+([a-z]+)(?:['’]s)?\b", re.IGNORECASE)
+
+
+def _anothers_kin(sent: str, kin: set[str]) -> bool:
+    """Does ``sent`` speak of somebody else's ``kin`` ("her sister's organising it") and of no
+    one's the asker calls theirs? "When is my sister's birthday?" is not answered by it."""
+    theirs = {m.group(1).lower() for m in _THEIR_KIN.finditer(sent)}
+    mine = {m.group(1).lower() for m in _MY_KIN.finditer(sent)}
+    return bool(theirs & kin) and not (mine & kin)
+
+
 def _tells_other_version(sent: str, asked: list[str]) -> bool:
     """Does ``sent`` write versions, none of them one the question asks of? "Current stable
     release: 3.4.1." tells nothing of 3.3.2's date."""
@@ -2074,6 +2088,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     kind_names, named_kinds = _named_kinds(query)
     labels: dict[int, list[str | None]] = {}
     releases = _releases(query)
+    # "my sister Ruth's birthday": the asker's kin, by the relation's noun.
+    my_kin = {m.group(1).lower() for m in _MY_KIN.finditer(query) if m.group(1).lower() in _RELATIONS}
     versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     # "When is the Berlingo due its MOT?": a note with a section headed by the name the
     # question writes ("## Berlingo") tells of it there; a sibling section headed by another
@@ -2094,6 +2110,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or at_names and _swapped(sent, at_names, frozen)
                 or bool(named_kinds) and _other_named(sent, kind_names, named_kinds)
                 or about_asker and _of_another(sent)
+                or bool(my_kin) and _anothers_kin(sent, my_kin)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
                 or bool(versions) and hi < len(hits) and _other_version_section(hits[hi], versions, sent)

@@ -2485,3 +2485,20 @@ def test_a_sentence_of_other_versions_does_not_date_the_one_asked(make_kb: Any) 
     assert support.answer_at is None and support.typed_missing >= 0.5
     support, _ = support_of(kb, "On what date was Burrow 3.4.1 released?")
     assert "2 March 2025" in (support.answer_at or "")
+
+
+def test_somebody_elses_kin_does_not_answer_for_the_askers(make_kb: Any) -> None:
+    """"When is my sister's birthday?" is not answered by "Priya says her sister's birthday is
+    on 12 May"; the asker's own "my sister's birthday is 12 May" answers."""
+    kb = make_kb({"2025-02-01.md": "# 1 Feb\n\nLunch with Priya. She says her sister's birthday is "
+                                   "on 12 May, and a hen do is planned.\n",
+                  "2025-02-03.md": "# 3 Feb\n\nRan 8 km by the river before work.\n"}, name="kin")
+    kb.sync()
+    support, _ = support_of(kb, "When is my sister's birthday?")
+    assert support.answer_at is None
+    kb2 = make_kb({"2025-02-01.md": "# 1 Feb\n\nLunch with Priya. My sister's birthday is on 12 May, "
+                                    "her sister's organising Priya's hen do.\n",
+                   "2025-02-03.md": "# 3 Feb\n\nRan 8 km by the river before work.\n"}, name="kin2")
+    kb2.sync()
+    support, _ = support_of(kb2, "When is my sister's birthday?")
+    assert "12 May" in (support.answer_at or "")
