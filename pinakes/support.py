@@ -1332,8 +1332,9 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         # nor does a note's name in a wikilink ("results in [[Annual checkup 2025]]").
         text = _DATED_NUMBER.sub(" ", _WIKILINK.sub(" ", text))
         if expected.address == "phone":
-            return any(re.sub(r"\D", "", m.group(0)) not in {re.sub(r"\D", "", a) for a in asked}
-                       and not _is_range(m.group(0)) for m in _PHONE.finditer(text))
+            asked_digits = {re.sub(r"\D", "", a) for a in asked}
+            return any(re.sub(r"\D", "", m.group(0)) not in asked_digits and not _is_range(m.group(0))
+                       for m in _PHONE.finditer(text))
         if expected.identifier:
             return _holds_identifier(text, asked)
         if expected.ordinal and any(m.group(0).lower() not in asked for m in _ORDINAL_WORD.finditer(text)):
@@ -1557,21 +1558,22 @@ def _anothers_kin(sent: str, kin: set[str]) -> bool:
     return bool(theirs & kin) and not (mine & kin)
 
 
-def _tells_other_version(sent: str, asked: list[str]) -> bool:
-    """Does ``sent`` write versions, none of them one the question asks of? "Current stable
-    release: 3.4.1." tells nothing of 3.3.2's date."""
+def _tells_other_version(hit: Any, sent: str, asked: list[str]) -> bool:
+    """Does ``sent`` tell of another version than the ones the question asks of?
+
+    It does when it writes versions and none asked ("Current stable release: 3.4.1." says
+    nothing of 3.3.2's date), or, writing none, when its section is headed by other versions
+    only: under a changelog's "1.9.4 (2023-11-30)", "Reported by Jun Takeda." does not
+    answer "Who reported the bug that 2.3.1 fixed?". ``hit`` is None for a note's property
+    line, which has no heading.
+    """
     said = _versions(sent)
-    return bool(said) and not any(_same_release(v, w) for v in said for w in asked)
-
-
-def _other_version_section(hit: Any, asked: list[str], sent: str) -> bool:
-    """Is ``hit`` a section headed by another version than the one the question asks of,
-    with ``sent`` naming none it asks? "Who reported the bug that 2.3.1 fixed?" is not
-    answered under a changelog's "1.9.4 (2023-11-30)" by "Reported by Jun Takeda."."""
-    heading = _versions(hit.heading_path[-1]) if getattr(hit, "heading_path", None) else []
-    if not heading or any(_same_release(v, w) for v in heading for w in asked):
+    if any(_same_release(v, w) for v in said for w in asked):
         return False
-    return not any(_same_release(v, w) for v in _versions(sent) for w in asked)
+    if said:
+        return True
+    heading = _versions(hit.heading_path[-1]) if hit is not None and hit.heading_path else []
+    return bool(heading) and not any(_same_release(v, w) for v in heading for w in asked)
 
 
 def _writers_own(sent: str, names: set[str]) -> bool:
@@ -2113,8 +2115,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or bool(my_kin) and _anothers_kin(sent, my_kin)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
-                or bool(versions) and hi < len(hits) and _other_version_section(hits[hi], versions, sent)
-                or bool(versions) and _tells_other_version(sent, versions)
+                or bool(versions) and _tells_other_version(hits[hi] if hi < len(hits) else None, sent, versions)
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
                 or speaker_of is not None and per_hit[hi][3][si] is not None
                 and per_hit[hi][3][si][0] != speaker_of and _own_statement(sent)
@@ -2518,7 +2519,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     question as one for 50 does).
     """
     trigram = tokenizer == "trigram"
-    hits = [_folded(h) for h in hits]  # "CO₂" read as the question's "CO2" (pinakes.text.fold)
+    # Only the first OTHER_HITS are ever read; "CO₂" is read as the question's "CO2".
+    hits = [_folded(h) for h in hits[:OTHER_HITS]]
     # "how many milligrams": the dimension word asks for a number, no text holds it.
     terms = content_terms(query, cjk_bigrams=not trigram)
     if not terms:
@@ -2611,7 +2613,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
             return any(patterns[t].search(text) for text in texts for t in missing)
 
         # The candidates past a short search's hits are fetched only when these do not tell.
-        if not mention([h.text for h in hits[:OTHER_HITS] if h.path in read and h not in top]) and not (
+        in_top = {id(h) for h in top}
+        if not mention([h.text for h in hits if h.path in read and id(h) not in in_top]) and not (
                 later is not None and mention([fold(t) for t in later(read)])):
             typed, answer_at = 1.0, None
     if kind is not None and not near_terms:
