@@ -1866,6 +1866,13 @@ def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None)
 
 #: A pronoun that points back to what the sentence before spoke of.
 _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
+#: A sentence that opens with its value, a quantity or a sum and no subject ("Train down from
+#: Porto: the fast one. **2 hours 58 minutes**, €32.40 each."): a note's shorthand for more of
+#: what the sentence before it tells. Not a date ("22 Nov: MOT booked": a unit is written in
+#: small letters, a month is not), a clock ("10:05 - Gran: ...") or a year ("2019: moved"),
+#: which open an entry of their own.
+_OPENS_WITH_VALUE = re.compile(
+    r"^[*_\s]*(?:[$€£¥]\s?\d|(?!(?:1[89]|20)\d\d\b)\d[\d,.]*(?![\d,.:/\-])\s?(?:%|[a-z]+\b))")
 #: A word that names one thing: a capital followed by small letters or digits ("Samsung",
 #: "T7", "X100V") past a sentence's first word. All capitals ("TB", "NFL") are left out:
 #: units and acronyms name kinds of things as often as one thing.
@@ -2074,6 +2081,9 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # first person singular that names none of the question's names and points to nobody
     # else ("he", "it", "my husband"), unless it is that person's own turn in a chat.
     written_names = {w.lower() for w in _NAME_WRITTEN.findall(query)}
+    # A chat server's users go by handles in small letters ("jgrebe's library"): a word of the
+    # question that is a speaker's label names that speaker as a capital would.
+    written_names |= asked & {t[0].lower() for hit in per_hit for t in filter(None, hit[3])}
     others = set() if about_asker else written_names
     # Nor is a question about someone or something the asker names ("What was Marcus's finish
     # time in the half marathon?") answered by an assistant's sentence that names none of
@@ -2202,8 +2212,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
             # short sentence of its own ("My running shoes are Saucony Rides.") is not.
             opener = (k == si + 1 and paragraph[k] == paragraph[si] and len(sents[si].split()) <= LABEL_WORDS
                       and ":" in sents[si] and (si == 0 or paragraph[si - 1] != paragraph[si]))
-            refers = (k in same or k in nested or k == si + 1 and bool(_BACK.search(sents[k])) or label
-                      or opener)
+            refers = (k in same or k in nested or label or opener or k == si + 1 and (
+                bool(_BACK.search(sents[k])) or bool(_OPENS_WITH_VALUE.match(sents[k]))))
             own = ((both != matched[hi, si] or refers)
                    and (told or k in same or k in nested or paragraph[k] == paragraph[si])
                    and sum(idf.get(t, 0.0) for t in both) / mass)
@@ -2240,12 +2250,17 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 #: "> Ines: ...", "[10:32] Ines: ...", "10:32 Ines: ...", "Ines (8 May, 10:32): ...",
 #: "D1:3 Ines: ...", "2. Ines: ...", "Ines [D1:3]: ...", "Ines said: ...", "[Ines]: ...",
 #: 'Ines said, "..."' (a transcript rendered as prose): one to three capitalised words,
-#: then a colon (or, after "said", a comma and the opening quote).
+#: then a colon (or, after "said", a comma and the opening quote). After a bracketed time, as
+#: a chat server's export writes it ("**[2025-04-02 14:31] mo.h:** ...", "[14:31] **kestrel_dev**:
+#: ..."), a user's handle in any case: a lower-case word after a bare clock is as often a
+#: plan's line ("09:00 gym: legs").
 _TURN = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+|\d{1,4}[.)][ \t]+)?(?:\*\*|__)?"
                    r"(?:\[[^\]\n]{1,40}\][ \t]*|(?:\d{1,4}[/.\-]\d{1,2}[/.\-]\d{2,4},?[ \t]+)?"
                    r"\d{1,2}:\d\d(?::\d\d)?(?:[ \t]*[AaPp][Mm])?[ \t]+"
                    r"(?:[-–][ \t]+)?|[A-Z]{0,3}\d+(?::\d+)+[ \t]+)?(?:\*\*|__)?"
-                   r"\[?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2})\]?"
+                   r"\[?([A-Z][^\W_]*(?:[ \t][A-Z][^\W_]*){0,2}"
+                   r"|(?:(?<=\d\])|(?<=\d\][ \t])|(?<=\d\][ \t]\*\*)|(?<=\d\]\*\*[ \t]))"
+                   r"[^\W_][\w.\-]{0,30}(?<![.\-]))\]?"
                    r"(?:[ \t]+(?:said|says|wrote|writes|asked|asks|replied|replies)"
                    r"(?P<quoted>,[ \t]*(?=[\"“]))?)?(?:\*\*|__)?"
                    r"(?(quoted)|(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\]\n]{1,40}\]))?(?:\*\*|__)?"
@@ -2328,15 +2343,24 @@ def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
     out: list[tuple[str, int] | None] = []
     who: str | None = None
     number = -1
+    stamped: set[str] = set()  # speakers whose label carries a clock ("[18:40] jgrebe:")
     for sent in sents:
         m = _TURN.match(sent)
         if m:
             who, number = m.group(1), number + 1
+            if _CLOCK_IN_LABEL.search(m.group(0)):
+                stamped.add(who)
         out.append((who, number) if who else None)
     opened = Counter(who for who, _ in dict.fromkeys(filter(None, out)))  # turns per speaker
-    if sum(n >= MIN_TURNS for n in opened.values()) < 2:
+    # A busy chat's chunk may hold one line from each of many people: two labels with a clock
+    # are two speakers, as no note's "Note:" or "Tip:" is.
+    if sum(n >= MIN_TURNS for n in opened.values()) < 2 and len(stamped) < 2:
         return [None] * len(sents)
     return out
+
+
+#: A clock in a turn's label: a chat export's line.
+_CLOCK_IN_LABEL = re.compile(r"\d:\d\d")
 
 
 def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -2369,15 +2393,17 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     none: tuple[float, str | None, str | None, set[str]] = (0.0, None, None, set())
     words = [m.group(0).replace("’", "'") for m in _WORD.finditer(query)]
     # Every capitalised word, the first too ("Ines's 10K was when?"): only a speaker's label counts.
-    written = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words if w[:1].isupper()}
-    if _ASKER.search(query) or not written:
+    bare = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words}
+    written = {w for w in bare if w[:1].isupper()}
+    if _ASKER.search(query):
         return none
     per_hit = [turns(h.text) for h in hits]
     counts = Counter(who for hit_turns in per_hit for who, _ in hit_turns if who)
     speakers = {w for w, n in counts.items() if n >= MIN_TURNS and len(w) > 1}
     if len(speakers) < 2:
         return none
-    named = [w for w in speakers if w.split()[0] in written]
+    # A handle in small letters ("jgrebe") is written as its label is.
+    named = [w for w in speakers if w.split()[0] in written or w.islower() and w in bare]
     if len(named) != 1:
         return none
     person = named[0]

@@ -1149,6 +1149,23 @@ def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
     assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(1 / 3)
 
 
+def test_a_next_sentence_that_opens_with_its_value_answers_with_the_one_before() -> None:
+    """"Train down from Porto: the fast one. **2 hours 58 minutes**, €32.40 each.": a
+    sentence with no subject that opens with a quantity is shorthand for more of what the
+    one before it tells; one that opens with a date starts an entry of its own."""
+    question = "How long was the fast train from Porto?"
+    terms = ["fast", "train", "porto"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    hit = SimpleNamespace(title="Journal", heading_path=[], text=(
+        "Train down yesterday from Porto: the fast one. **2 hours 58 minutes**, €32.40 each."))
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    hit.text = "Train down yesterday from Porto: the fast one. Then 2 hours 58 minutes of queueing."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.5)
+    hit.text = "Train down yesterday from Porto: the fast one. 22 Nov: 3 hours at the dentist."
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.5)
+
+
 def test_a_later_sentence_that_names_the_same_thing_answers_with_it() -> None:
     """"... a Samsung T7 drive every night. (two list items) The T7 holds 2 TB.": the value
     is stated of the thing the best sentence names, so the two answer together; a value
@@ -1663,6 +1680,42 @@ def test_a_turn_is_read_in_every_common_form() -> None:
     # "said," without a quote is prose, and a reference-style link definition no turn.
     assert turns("Jonas said, in passing, that he likes Berlin.")[0][0] is None
     assert turns("[Zotero]: https://www.zotero.org\n[Anki]: <https://apps.ankiweb.net>\n")[0][0] is None
+
+
+def test_a_chat_servers_handles_are_speakers_after_a_bracketed_time() -> None:
+    """A chat server's export labels each line with a time and a user's handle in small
+    letters; after a bare clock a small word is a plan's line, not a speaker."""
+    server = ("**[2025-05-14 18:02] ramekin:** one.\n[2025-05-14 18:05] **kestrel_dev**: two.\n"
+              "[18:40] mo.h: three.\n")
+    assert [(who, said.strip()) for who, said in turns(server)] == [
+        ("ramekin", "one."), ("kestrel_dev", "two."), ("mo.h", "three.")]
+    assert turns("09:00 gym: legs and core.\n")[0][0] is None
+    assert turns("[note] todo: call the bank.\n")[0][0] is None
+    # One line each from many people is still a conversation when the labels carry a clock;
+    # a note's "Tip:" and "Note:" are not.
+    assert [t and t[0] for t in sentence_turns(sentences(server))] == ["ramekin", "kestrel_dev", "mo.h"]
+    assert sentence_turns(sentences("Tip: use a tray.\nNote: it gets hot.\n")) == [None, None]
+
+
+def test_a_question_naming_a_handle_is_about_that_speaker() -> None:
+    """"How long did the migration take on jgrebe's library?" is not answered by another
+    user's "the migration took 12 minutes for my library"; nor does another user's count
+    answer "How many photos are in sundog42's library?"."""
+    chat = ("**[2025-05-14 18:02] ramekin:** the migration took 12 minutes for my library.\n"
+            "**[2025-05-14 18:05] kestrel_dev:** thanks, good to know.\n"
+            "**[2025-05-14 18:40] jgrebe:** upgraded too, all fine.\n")
+    hit = SimpleNamespace(title="help", heading_path=[], text=chat)
+    terms = ["migration", "take", "library"]
+    idf = {t: 1.0 for t in terms}
+    patterns = {t: term_pattern(t) for t in terms}
+    question = "How long did the migration take on jgrebe's library?"
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] > 0.0
+    question = "How long did the migration take on ramekin's library?"
+    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
+    talk = ("[10:00] mo.h: my library has 35k photos now.\n[10:01] sundog42: nice, which disk?\n"
+            "[10:02] mo.h: a 4 TB one, my photos take most of it.\n[10:03] sundog42: ok thanks\n")
+    gap, person, said_by, _ = speaker_gap_of("How many photos are in sundog42's library?", talk)
+    assert (person, said_by) == ("sundog42", "mo.h") and gap > 0.0
 
 
 def test_in_a_group_a_speakers_terse_news_is_their_own() -> None:
