@@ -1864,6 +1864,9 @@ def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None)
     return any(holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
 
 
+#: A question that offers its answers ("Who lived longer, Ludwig Elsbett or Pamela Rymer?"):
+#: the names are the question's own, and what decides between them is worded any way.
+_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
 #: A pronoun that points back to what the sentence before spoke of.
 _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
 #: A sentence that opens with its value, a quantity or a sum and no subject ("Train down from
@@ -2653,8 +2656,12 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # counted leave out the names the question writes, the kind's own noun ("what *colour*")
     # and a relation to a person ("X's *father*": "son of Y" says it backwards); two of them
     # must be missing, since a note says one word another way as often as not ("Which editor
-    # do I *use*?": "Neovim, with ...").
-    if kind is not None and asks_thing(query):
+    # do I *use*?": "Neovim, with ..."). "Who" too: "Who composed the music for Tide Line?"
+    # against an encyclopedia's "Tide Line is a 1988 film written and directed by Nadia Fenn"
+    # (none of the read articles holds "composed" or "music"). Not "where" or "when", whose
+    # relation the evidence words its own way ("the place of death" by "died in"), nor a
+    # question that offers its answers (:data:`_CHOICE`).
+    if kind is not None and (asks_thing(query) or kind == NAME and not _CHOICE.search(query)):
         plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
         if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
             typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None

@@ -535,8 +535,8 @@ def test_a_token_beside_the_subject_answers_nothing_asked(make_kb: Any) -> None:
     editor, x = support_of(kb, "Which editor do I use?")
     assert x[FEATURES.index("typed_missing")] == 0.0
     assert not kb.search("Which editor do I use?").abstained
-    # "Who", "where" and "when" ask a relation, often worded the evidence's own way
-    # ("paternal grandfather" by two notes' "son of"); the rule reads what / which / how.
+    # "Where" and "when" ask a relation, often worded the evidence's own way ("the place
+    # of death" by "died in"); the rule reads what / which / how, and "who" (below).
     assert asks_thing(hotel) and asks_thing("How much did the Japan trip cost?")
     assert not asks_thing("Who is Tomas Verbeek's paternal grandfather?")
     assert not asks_thing("Where was the performer of the song born?")
@@ -550,6 +550,35 @@ def test_a_token_beside_the_subject_answers_nothing_asked(make_kb: Any) -> None:
     answered = kb.search(hotel)
     assert not answered.abstained and answered.support is not None
     assert "Kanra" in (answered.support["answer_at"] or "")
+
+
+FILMS = {
+    "films/Tide Line.md": "# Tide Line\n\nTide Line is a 1988 drama film written and directed by "
+                          "Nadia Fenn, her first feature. It was shot in Halvick over one summer.\n",
+    "people/Nadia Fenn.md": "# Nadia Fenn\n\nNadia Fenn (1950 - 2019) was a film director born in "
+                            "Halvick. Her first feature was Tide Line.\n",
+    "people/Aurel Venn.md": "# Aurel Venn\n\nAurel Venn (1931 - 2004) was a film director and "
+                            "producer from Dunmere.\n",
+    "places/Halvick.md": "# Halvick\n\nHalvick is a port town on the Orsa estuary with a film festival.\n",
+}
+
+
+def test_who_asks_in_words_no_read_note_holds_answers_nothing(make_kb: Any) -> None:
+    """"Who composed the music for Tide Line?" against an encyclopedia that names the film's
+    director and never its composer: the director's name beside the title answers
+    something else. A question that offers its answers ("Who lived longer, A or B?")
+    decides between its own names however the notes word it."""
+    kb = make_kb(FILMS, name="films")
+    kb.sync()
+    music = "Who composed the music for Tide Line?"
+    support, x = support_of(kb, music)
+    assert {"composed", "music"} <= set(support.unsupported)
+    assert x[FEATURES.index("typed_missing")] == 1.0 and support.answer_at is None
+    assert kb.search(music).abstained
+    support, x = support_of(kb, "Who directed Tide Line?")
+    assert x[FEATURES.index("typed_missing")] == 0.0 and "Nadia Fenn" in (support.answer_at or "")
+    _, x = support_of(kb, "Who lived longer, Nadia Fenn or Aurel Venn?")
+    assert x[FEATURES.index("typed_missing")] < 1.0
 
 
 def test_who_invented_abstains_when_the_notes_never_mention_the_thing(coffee: KB) -> None:
