@@ -164,7 +164,7 @@ _SLIGHT = frozenset("""still already yet ever also even really actually currentl
     finally eventually originally initially ultimately recently lately normally generally
     exactly roughly approximately around across along within without behind beside besides toward
     towards upon via onto among amongst throughout beyond anyway everything anything something
-    nothing everyone anyone someone everybody anybody somebody ones""".split())
+    nothing everyone anyone someone everybody anybody somebody ones since""".split())
 #: "end up", "ended up": how it turned out, which the notes tell without the phrase.
 _END_UP = re.compile(r"\bend(?:s|ed|ing)?\s+up\b", re.IGNORECASE)
 #: A decade in figures: "1980s", "the 90s", "'70s". Notes give a year of it ("from about 1985").
@@ -1558,22 +1558,32 @@ def _anothers_kin(sent: str, kin: set[str]) -> bool:
     return bool(theirs & kin) and not (mine & kin)
 
 
-def _tells_other_version(hit: Any, sent: str, asked: list[str]) -> bool:
+def _tells_other_version(hit: Any, sent: str, asked: list[str], named: frozenset[str] = frozenset()) -> bool:
     """Does ``sent`` tell of another version than the ones the question asks of?
 
     It does when it writes versions and none asked ("Current stable release: 3.4.1." says
     nothing of 3.3.2's date), or, writing none, when its section is headed by other versions
     only: under a changelog's "1.9.4 (2023-11-30)", "Reported by Jun Takeda." does not
     answer "Who reported the bug that 2.3.1 fixed?". ``hit`` is None for a note's property
-    line, which has no heading.
+    line, which has no heading. ``named``: for a question that asks a version ("Which Go
+    version does 0.9.0 need?"), the words it writes: a version after one of them ("needs Go
+    1.23") is the answer, not another release.
     """
-    said = _versions(sent)
+    said = [m.group(0).lower().lstrip("v") for m in _VERSION.finditer(sent)
+            if not m.group(0).lower().startswith("version")
+            and _word_before(sent, m.start()) not in named]
     if any(_same_release(v, w) for v in said for w in asked):
         return False
     if said:
         return True
     heading = _versions(hit.heading_path[-1]) if hit is not None and hit.heading_path else []
     return bool(heading) and not any(_same_release(v, w) for v in heading for w in asked)
+
+
+def _word_before(text: str, pos: int) -> str:
+    """The word just before ``pos`` in ``text``, lower case ("" at the start)."""
+    m = re.search(r"([^\W_][\w\-]*)\W*$", text[max(0, pos - 40):pos])
+    return m.group(1).lower() if m else ""
 
 
 def _writers_own(sent: str, names: set[str]) -> bool:
@@ -2128,7 +2138,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 or bool(my_kin) and _anothers_kin(sent, my_kin)
                 or instance is not None and kind in (NAME, PLACE) and _unnamed_instance(sent, instance)
                 or releases and _other_release(sent, releases)
-                or bool(versions) and _tells_other_version(hits[hi] if hi < len(hits) else None, sent, versions)
+                or bool(versions) and _tells_other_version(hits[hi] if hi < len(hits) else None, sent, versions,
+                                                           frozen if expected.version else frozenset())
                 or bool(headed) and hi < len(hits) and _sibling_section(hits[hi], headed, heading_names, sent)
                 or speaker_of is not None and per_hit[hi][3][si] is not None
                 and per_hit[hi][3][si][0] != speaker_of and _own_statement(sent)

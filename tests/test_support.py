@@ -315,6 +315,8 @@ def test_words_no_fact_needs_written_are_held(make_kb: Any) -> None:
     assert "end" not in end_up.unsupported
     end, _ = support_of(kb, "When was the end of the wildcard certificate outage?")
     assert "end" in end.unsupported  # "the end" is asked of the notes
+    since, _ = support_of(kb, "How long has the wildcard certificate outage lasted since 21 June?")
+    assert "since" not in since.unsupported
 
 
 def test_support_needs_the_query_it_was_asked() -> None:
@@ -2567,6 +2569,24 @@ def test_a_sentence_of_other_versions_does_not_date_the_one_asked(make_kb: Any) 
     assert support.answer_at is None and support.typed_missing >= 0.5
     support, _ = support_of(kb, "On what date was Burrow 3.4.1 released?")
     assert "2 March 2025" in (support.answer_at or "")
+
+
+def test_a_version_the_question_asks_for_is_no_other_release(make_kb: Any) -> None:
+    """"Which Go version do you need to build Pellicle since 0.9.0?": "building from source
+    needs Go 1.23 now" writes a version, the asked kind's own, after the word the question
+    writes ("Go"); it answers. Under another release's heading it still tells of that one."""
+    kb = make_kb({"announcements.md": "# Pellicle 0.9.0\n\nReleased today.\n\n"
+                                      "- building from source needs Go 1.23 now\n"
+                                      "- thumbnails are sharper\n",
+                  "old.md": "# Changelog\n\n## 0.8.2 (2024-12-01)\n\n- building from source "
+                            "needs Go 1.21.\n",
+                  "install.md": "# Install\n\nRun the container with a volume for the library.\n"},
+                 name="go-version")
+    kb.sync()
+    support, _ = support_of(kb, "Which Go version do you need to build Pellicle from source since 0.9.0?")
+    assert "1.23" in (support.answer_at or "")
+    support, _ = support_of(kb, "Which Go version do you need to build Pellicle from source in 0.7.0?")
+    assert support.answer_at is None
 
 
 def test_somebody_elses_kin_does_not_answer_for_the_askers(make_kb: Any) -> None:
