@@ -1156,45 +1156,39 @@ def test_a_terms_other_forms_are_found_and_little_else(term: str, finds: list[st
     assert not any(pattern.search(t) for t in misses)
 
 
+def gap_in(question: str, terms: list[str], text: str) -> float:
+    """The typed gap of ``question`` against one hit holding ``text``, every term weighing 1."""
+    hit = SimpleNamespace(title="Notes", heading_path=[], text=text)
+    return typed_gap(question, [hit], terms, {t: 1.0 for t in terms},
+                     {t: term_pattern(t) for t in terms})[1]
+
+
 def test_the_next_sentence_of_a_paragraph_may_answer_with_it() -> None:
     """"I bought a wheel. I paid $260 for it.": the number's sentence holds an asked word of
     its own, so the two sentences answer together; a number in another paragraph does not."""
-    question = "How much did Ines pay for her secondhand pottery wheel?"
-    terms = ["ines", "pay", "secondhand", "pottery", "wheel"]
-    idf = {t: 1.0 for t in terms}
-    patterns = {t: term_pattern(t) for t in terms}
-    hit = SimpleNamespace(title="Conversation", heading_path=[], text=(
-        "Ines bought a secondhand pottery wheel from a retired teacher. I paid $260 for it."))
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
-    hit.text = "Ines bought a secondhand pottery wheel from a retired teacher.\n\nI paid $260 for it."
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.4)
+    wheel = ("How much did Ines pay for her secondhand pottery wheel?",
+             ["ines", "pay", "secondhand", "pottery", "wheel"])
+    assert gap_in(*wheel, "Ines bought a secondhand pottery wheel from a retired teacher. "
+                          "I paid $260 for it.") == 0.0
+    assert gap_in(*wheel, "Ines bought a secondhand pottery wheel from a retired teacher.\n\n"
+                          "I paid $260 for it.") == pytest.approx(0.4)
     # The next sentence that points back ("them": the shoes) answers with it, though it holds
     # no asked word; one that does not point back earns half.
-    question = "How much did my running shoes cost?"
-    terms = ["running", "shoes", "cost"]
-    idf = {t: 1.0 for t in terms}
-    patterns = {t: term_pattern(t) for t in terms}
-    hit.text = "My running shoes are Saucony Rides. I bought them in January for $140."
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
-    hit.text = "My running shoes are Saucony Rides. I bought a hat in January for $140."
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(1 / 3)
+    shoes = ("How much did my running shoes cost?", ["running", "shoes", "cost"])
+    assert gap_in(*shoes, "My running shoes are Saucony Rides. I bought them in January for $140.") == 0.0
+    assert gap_in(*shoes, "My running shoes are Saucony Rides. I bought a hat in January for "
+                          "$140.") == pytest.approx(1 / 3)
 
 
 def test_a_next_sentence_that_opens_with_its_value_answers_with_the_one_before() -> None:
     """"Train down from Porto: the fast one. **2 hours 58 minutes**, €32.40 each.": a
     sentence with no subject that opens with a quantity is shorthand for more of what the
     one before it tells; one that opens with a date starts an entry of its own."""
-    question = "How long was the fast train from Porto?"
-    terms = ["fast", "train", "porto"]
-    idf = {t: 1.0 for t in terms}
-    patterns = {t: term_pattern(t) for t in terms}
-    hit = SimpleNamespace(title="Journal", heading_path=[], text=(
-        "Train down yesterday from Porto: the fast one. **2 hours 58 minutes**, €32.40 each."))
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == 0.0
-    hit.text = "Train down yesterday from Porto: the fast one. Then 2 hours 58 minutes of queueing."
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.5)
-    hit.text = "Train down yesterday from Porto: the fast one. 22 Nov: 3 hours at the dentist."
-    assert typed_gap(question, [hit], terms, idf, patterns)[1] == pytest.approx(0.5)
+    train = ("How long was the fast train from Porto?", ["fast", "train", "porto"])
+    before = "Train down yesterday from Porto: the fast one. "
+    assert gap_in(*train, before + "**2 hours 58 minutes**, €32.40 each.") == 0.0
+    assert gap_in(*train, before + "Then 2 hours 58 minutes of queueing.") == pytest.approx(0.5)
+    assert gap_in(*train, before + "22 Nov: 3 hours at the dentist.") == pytest.approx(0.5)
 
 
 def test_a_later_sentence_that_names_the_same_thing_answers_with_it() -> None:
