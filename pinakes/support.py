@@ -967,7 +967,7 @@ def _clause_type(main: str, low: str, speakers: frozenset[str] = frozenset()) ->
     m = _WHAT_NOUN.match(main)
     if m:
         kind = _noun_kind(m.group(2).split())
-        if (kind is None and m.group(1) == "which" and not re.search(r"\bor\b", main)
+        if (kind is None and m.group(1) == "which" and not _CHOICE.search(main)
                 and not _COMMON_KINDS.intersection(m.group(2).split())):
             kind = NAME
         return _by_head(Expected(kind), m.group(2).split(), main)
@@ -1538,10 +1538,11 @@ def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> 
             and not any(names & _written(heading) for heading in hit.heading_path))
 
 
-def _versions(text: str) -> list[str]:
-    """The versions ``text`` writes ("2.3.1", "v1.9"), lower case, without a leading "v"."""
+def _versions(text: str, after: frozenset[str] = frozenset()) -> list[str]:
+    """The versions ``text`` writes ("2.3.1", "v1.9"), lower case, without a leading "v";
+    none written just after one of the words ``after`` ("Go" in "needs Go 1.23")."""
     return [m.group(0).lower().lstrip("v") for m in _VERSION.finditer(text)
-            if not m.group(0).lower().startswith("version")]
+            if not m.group(0).lower().startswith("version") and _word_before(text, m.start()) not in after]
 
 
 #: "my sister", "our neighbour": the asker's own relation.
@@ -1569,9 +1570,7 @@ def _tells_other_version(hit: Any, sent: str, asked: list[str], named: frozenset
     version does 0.9.0 need?"), the words it writes: a version after one of them ("needs Go
     1.23") is the answer, not another release.
     """
-    said = [m.group(0).lower().lstrip("v") for m in _VERSION.finditer(sent)
-            if not m.group(0).lower().startswith("version")
-            and _word_before(sent, m.start()) not in named]
+    said = _versions(sent, named)
     if any(_same_release(v, w) for v in said for w in asked):
         return False
     if said:
@@ -1876,7 +1875,7 @@ def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None)
 
 #: A question that offers its answers ("Who lived longer, Ludwig Elsbett or Pamela Rymer?"):
 #: the names are the question's own, and what decides between them is worded any way.
-_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+_CHOICE = re.compile(r"\bor\b")
 #: A pronoun that points back to what the sentence before spoke of.
 _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
 #: A sentence that opens with its value, a quantity or a sum and no subject ("Train down from
@@ -1955,7 +1954,7 @@ def asked_deed(query: str, expected: Expected, terms: Sequence[str],
     ("got", "made"), whose deed is told in other words as often as not.
     """
     low = _normal(query)
-    if re.search(r"\bor\b", query):
+    if _CHOICE.search(query):
         return None  # "Who lived longer, X or Y?": a choice between names the question gives
     if expected.relation:
         m = re.match(r"\s*(?:who|whom)\s+([a-z][\w\-']*)", low)
@@ -2348,6 +2347,10 @@ def turns(text: str) -> list[tuple[str | None, str]]:
     return out
 
 
+#: A clock in a turn's label: a chat export's line.
+_CLOCK_IN_LABEL = re.compile(r"\d:\d\d")
+
+
 def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
     """Each sentence's ``(speaker, turn number)`` in a conversation, else ``None`` for all.
 
@@ -2371,10 +2374,6 @@ def sentence_turns(sents: Sequence[str]) -> list[tuple[str, int] | None]:
     if sum(n >= MIN_TURNS for n in opened.values()) < 2 and len(stamped) < 2:
         return [None] * len(sents)
     return out
-
-
-#: A clock in a turn's label: a chat export's line.
-_CLOCK_IN_LABEL = re.compile(r"\d:\d\d")
 
 
 def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
