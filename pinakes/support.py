@@ -2408,7 +2408,8 @@ def speaker_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict
     # Every capitalised word, the first too ("Ines's 10K was when?"): only a speaker's label counts.
     bare = {w[:-2] if w.endswith("'s") else w.rstrip("'") for w in words}
     written = {w for w in bare if w[:1].isupper()}
-    if _ASKER.search(query):
+    # A handle in small letters is a speaker only after a bracketed time (:data:`_TURN`).
+    if _ASKER.search(query) or not written and not any("]" in h.text for h in hits):
         return none
     per_hit = [turns(h.text) for h in hits]
     counts = Counter(who for hit_turns in per_hit for who, _ in hit_turns if who)

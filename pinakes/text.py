@@ -261,9 +261,9 @@ def term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-#: The endings a verb takes after a "-tion" noun's stem: "definition" -> "define", "defined";
-#: "installation" -> "install", "installs".
-_VERB_TAILS = ("", "s", "e", "es", "ed", "ing", "er", "ers", "y")
+#: The endings a verb takes after a "-tion" noun's stem (or none): "definition" -> "define",
+#: "defined"; "installation" -> "install", "installs".
+_VERB_TAILS = ("s", "e", "es", "ed", "ing", "er", "ers", "y")
 
 
 def derived_patterns(term: str) -> list[str]:
@@ -277,9 +277,9 @@ def derived_patterns(term: str) -> list[str]:
     """
     out: list[str] = []
     low = term.lower()
-    if len(low) >= 8 and re.search(r"[aiu]tion$", low) and len(low) - 5 >= 4:
+    if len(low) >= 9 and re.search(r"[aiu]tion$", low):  # a stem of four letters or more
         stem = re.escape(low[:-5])
-        out.append(rf"\b{stem}(?:{'|'.join(t for t in _VERB_TAILS if t)})?\b")
+        out.append(rf"\b{stem}(?:{'|'.join(_VERB_TAILS)})?\b")
     if low.startswith("un") and len(low) >= 6 and low[2:].isalpha():
         out.append(term_pattern(low[2:]).pattern)  # "unpaid": "paid", and so "pay"
     return out
