@@ -1876,6 +1876,54 @@ def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None)
 #: A question that offers its answers ("Who lived longer, Ludwig Elsbett or Pamela Rymer?"):
 #: the names are the question's own, and what decides between them is worded any way.
 _CHOICE = re.compile(r"\bor\b")
+
+#: The words that tell a tie between two people, by the kind of tie: a parent is told by
+#: "mother", "son of", "born to", "née"; a marriage by "married", "wife", "widow", and a
+#: monarch's by "consort" or "queen".
+_TIES = {
+    "parent": re.compile(r"\b(?:mother|father|parents?|mum|mom|dad|sons?|daughters?|child(?:ren)?|"
+                         r"born\s+(?:to|of)|n[ée]e|stepmother|stepfather|stepson|stepdaughter)\b", re.I),
+    "spouse": re.compile(r"\b(?:marri(?:ed|age|es)|marry(?:ing)?|wife|wives|husbands?|spouses?|"
+                         r"wed(?:s|ded|ding)?|widow(?:s|ed|er)?|divorc(?:ed?|es|ing)|partners?|"
+                         r"fianc[ée]e?|consorts?|queens?|concubines?|betrothed|engaged)\b", re.I),
+    "sibling": re.compile(r"\b(?:sisters?|brothers?|siblings?|twins?|half-(?:sister|brother)s?)\b", re.I),
+}
+#: Each asked relation's tie: "Who was the mother of ..." is told where a parent is.
+_TIE_OF = {**{w: "parent" for w in """mother father parent mom mum dad grandmother grandfather
+    grandparent son daughter child""".split()},
+           **{w: "spouse" for w in "husband wife spouse".split()},
+           **{w: "sibling" for w in "sister brother sibling".split()}}
+_KIN_ADJ = r"(?:(?:paternal|maternal|late|first|second|biological|eldest|oldest|youngest|younger|elder)\s+)?"
+#: "Who was the mother of the director of X?", "Who is Aurel Venn's mother?", "Who was Mirela
+#: Koss married to?": a question asking who stands in a tie to somebody.
+_ASKED_TIE = re.compile(
+    r"^\s*(?:who|whom)\s+(?:is|was|are|were)\s+(?:the\s+" + _KIN_ADJ + r"(?P<a>[a-z]+)(?P<al>-in-law)?\s+of\b"
+    r"|(?:[\w'’.\-]+\s+){0,6}?[\w.\-]+['’]s?\s+" + _KIN_ADJ + r"(?P<b>[a-z]+)(?P<bl>-in-law)?\s*\??\s*$"
+    r"|.+?\s(?P<m>married)\s+to\s*\??\s*$)", re.I)
+
+
+#: What follows "the mother of" when the person is reached through another fact: "the director
+#: of X", "the man who ...".
+_HOP = re.compile(r"\s*(?:the|a|an)\s+(?:[\w\-]+\s+){0,2}?[\w\-]+\s+(?:of|who|that|which|whom|whose)\b", re.I)
+
+
+def asked_tie(query: str) -> tuple[str, re.Pattern[str], bool] | None:
+    """The relation a "who is the mother of ..." question asks for, as written, the pattern
+    of the words that tell that kind of tie, and whether the person is reached through
+    another fact (None for any other question). A father-in-law is somebody's spouse's
+    parent: the spouse is what a note must tell first."""
+    m = _ASKED_TIE.match(query)
+    if not m:
+        return None
+    if m.group("m"):
+        return "married", _TIES["spouse"], False
+    word = (m.group("a") or m.group("b") or "").lower()
+    word = word[:-1] if word.endswith("s") and word[:-1] in _TIE_OF else word
+    if word not in _TIE_OF:
+        return None
+    # "the mother of the director of X": the person is reached through another fact.
+    hop = bool(m.group("a")) and bool(_HOP.match(query[m.end():]))
+    return word, _TIES["spouse" if m.group("al") or m.group("bl") else _TIE_OF[word]], hop
 #: A pronoun that points back to what the sentence before spoke of.
 _BACK = re.compile(r"\b(?:it|its|them|they|their|this|these|those|he|she|him|his|her)\b", re.IGNORECASE)
 #: A sentence that opens with its value, a quantity or a sum and no subject ("Train down from
@@ -2529,6 +2577,41 @@ def support_window(query: str) -> int:
 HEADING_ASKED = 2
 
 
+def _untitled(title: str) -> str:
+    """A title without its trailing "(qualifier)", in small letters."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", title).lower()
+
+
+def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hits: Sequence[Any],
+             hop: bool, later: Callable[[set[str]], list[str]] | None) -> bool:
+    """Whether the notes tell a tie of the asked kind of the person the question is about.
+
+    Where a note is titled by the question's name, it is that note (every hit of it, and its
+    candidates past them), or a sentence elsewhere that writes the name; for a question that
+    reaches its person through another fact ("the mother of *the director of* X"), also the
+    note of a name X's note writes ("directed by Aurel Venn"), if it is among the hits. With
+    no such note (a personal vault's "my sister's husband"), any read hit's note.
+    """
+    names = {a.lower() for a in about}
+    own = [h for h in hits if names and (_untitled(h.title) in names or h.title.lower() in names)]
+    if not own:
+        own = list(top)
+    paths = {h.path for h in own}
+    texts = [f"{h.title}\n{h.text}" for h in hits if h.path in paths]
+    if hop:
+        written = "\n".join(texts)
+        bridged = {h.path for h in hits if h.path not in paths and h.title and len(h.title) > 2
+                   and re.search(r"(?<!\w)" + re.escape(h.title) + r"(?!\w)", written)}
+        texts += [f"{h.title}\n{h.text}" for h in hits if h.path in bridged]
+        paths |= bridged
+    if any(tie.search(t) for t in texts):
+        return True
+    if names and any(tie.search(sent) and any(n in sent.lower() for n in names)
+                     for h in hits for sent in sentences(h.text)):
+        return True
+    return later is not None and any(tie.search(fold(t)) for t in later(paths))
+
+
 def read_hits(hits: Sequence[Any], window: int, asked: Sequence[str],
               patterns: dict[str, re.Pattern[str]]) -> list[Any]:
     """The hits the reader reads: the first ``window``, and the first later section (within
@@ -2676,6 +2759,18 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
         if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
             typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None
+    # "Who was the mother of the director of The Last Ferry?" against the film's "directed by
+    # Aurel Venn" and Venn's article, which tells of his films and never of his parents: the
+    # director's name answers the inner ask. A tie between people is told in words of its
+    # kind ("son of", "born to", "married", "his widow"); where none of the read hits has
+    # one, no name there stands for the person asked about.
+    # The read notes' other hits count, and so does the note of a name they write: a later hit
+    # titled "Aurel Venn" is the bridge the film's "directed by Aurel Venn" points to.
+    tie = asked_tie(query) if kind == NAME else None
+    if tie is not None and not tie_told(tie[1], about, top, hits, tie[2], later):
+        word = tie[0].lower()
+        share = max((idf[t] for t in terms if patterns[t].search(word)), default=0.0) / mass
+        typed, answer_at = max(typed, share, gap), None
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer
     # token stands in for an asked verb (below), never for the thing that is measured.
     subject = measured(query)

@@ -2598,3 +2598,39 @@ def test_somebody_elses_kin_does_not_answer_for_the_askers(make_kb: Any) -> None
     kb2.sync()
     support, _ = support_of(kb2, "When is my sister's birthday?")
     assert "12 May" in (support.answer_at or "")
+
+
+FILMS = {
+    "films/tide-run.md": "# Tide Run\n\nTide Run is a 1988 drama film written and directed by Nadia Fenn, "
+                         "with music by Pavel Dries. It follows a ferry crew through one winter.\n",
+    "people/nadia-fenn.md": "# Nadia Fenn\n\nNadia Fenn (born 1950) is a film director. She was born in "
+                            "Halvick, the daughter of Oskar Fenn, a ferry captain. She made four features, "
+                            "the last of them Tide Run.\n",
+    "people/pavel-dries.md": "# Pavel Dries\n\nPavel Dries (1921 – 1990) was a composer of film music who "
+                             "wrote the scores of Tide Run and of many short films.\n",
+    "places/halvick.md": "# Halvick\n\nHalvick is a port town with a ferry to the islands and a film "
+                         "festival in June.\n",
+}
+
+
+def test_a_tie_between_people_is_answered_only_where_the_notes_tell_one(make_kb: Any) -> None:
+    """"Who is the spouse of the director of Tide Run?" against the film's "directed by Nadia
+    Fenn" and her article, which names her father and no marriage: the director's name answers
+    the inner ask, not the spouse. Her father is told ("the daughter of Oskar Fenn"), so that
+    question is answered; so is the spouse once her article tells a marriage."""
+    kb = make_kb(FILMS, name="films")
+    kb.sync()
+    spouse = "Who is the spouse of the director of Tide Run?"
+    support, _ = support_of(kb, spouse)
+    assert support.expects == "name" and support.answer_at is None and support.typed_gap > 0.3
+    support, _ = support_of(kb, "Who is the father of the director of Tide Run?")
+    assert support.typed_gap == 0.0
+    support, _ = support_of(kb, "Who was Nadia Fenn married to?")
+    assert support.answer_at is None and support.typed_gap > 0.3
+    married = dict(FILMS)
+    married["people/nadia-fenn.md"] += "\nIn 1979 she married the painter Ivo Lind.\n"
+    kb2 = make_kb(married, name="films-married")
+    kb2.sync()
+    for question in (spouse, "Who was Nadia Fenn married to?"):
+        support, _ = support_of(kb2, question)
+        assert support.typed_gap == 0.0, question
