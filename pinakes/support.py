@@ -1890,7 +1890,7 @@ _TIES = {
 }
 #: Each asked relation's tie: "Who was the mother of ..." is told where a parent is.
 _TIE_OF = {**{w: "parent" for w in """mother father parent mom mum dad grandmother grandfather
-    grandparent son daughter child""".split()},
+    grandparent son daughter child stepmother stepfather stepson stepdaughter""".split()},
            **{w: "spouse" for w in "husband wife spouse".split()},
            **{w: "sibling" for w in "sister brother sibling".split()}}
 _KIN_ADJ = r"(?:(?:paternal|maternal|late|first|second|biological|eldest|oldest|youngest|younger|elder)\s+)?"
@@ -1900,6 +1900,36 @@ _ASKED_TIE = re.compile(
     r"^\s*(?:who|whom)\s+(?:is|was|are|were)\s+(?:the\s+" + _KIN_ADJ + r"(?P<a>[a-z]+)(?P<al>-in-law)?\s+of\b"
     r"|(?:[\w'’.\-]+\s+){0,6}?[\w.\-]+['’]s?\s+" + _KIN_ADJ + r"(?P<b>[a-z]+)(?P<bl>-in-law)?\s*\??\s*$"
     r"|.+?\s(?P<m>married)\s+to\s*\??\s*$)", re.I)
+
+
+#: "Who was the first chairman of the Calvessan State Railway?", "Who is the maintainer of
+#: tern?": a question asking who holds a role, and the role's noun.
+_ASKED_ROLE = re.compile(r"^\s*who\s+(?:is|was|are|were)\s+(?:currently\s+)?the\s+(?:(?:first|current|last|new|"
+                         r"founding|original|present|former|chief|head|lead|main|next|previous)\s+)?"
+                         r"(?P<role>[a-z]{4,})\s+(?:of|at|for|in|on)\b", re.I)
+#: A role's ending, which its verb does without: "director" by "directed", "chairman" by "chaired".
+_ROLE_END = re.compile(r"(?:man|woman|person|ess|ist|er|or|ar|ee)$")
+
+
+def asked_role(query: str) -> str | None:
+    """The role a "Who was the first chairman of X?" question asks who holds (None for any
+    other question, and for a tie between people, :func:`asked_tie`)."""
+    m = _ASKED_ROLE.match(query)
+    role = m.group("role").lower() if m else None
+    if role is None or role in _RELATIONS or role in _TIE_OF or role in {"name", "person", "one", "man", "woman"}:
+        return None
+    return role
+
+
+def role_pattern(role: str) -> re.Pattern[str]:
+    """The words that tell who holds ``role``: the noun, and a verb of its stem ("directed
+    by" for a director, "chaired" for a chairman, "founded" for a founder). A maker's role
+    (an author, a composer, a director) is told by "by" and a name as well: "a novel by
+    Theo Marchetti", "music by Pavel Dries"."""
+    stem = _ROLE_END.sub("", role)
+    stem = stem if len(stem) >= 3 else role
+    maker = r"|\bby\s+(?:the\s+)?(?-i:[A-Z])" if re.search(r"(?:er|or|ist)$", role) else ""
+    return re.compile(r"\b(?:" + re.escape(role) + r"|" + re.escape(stem) + r")\w*" + maker, re.I)
 
 
 #: What follows "the mother of" when the person is reached through another fact: "the director
@@ -2583,14 +2613,16 @@ def _untitled(title: str) -> str:
 
 
 def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hits: Sequence[Any],
-             hop: bool, later: Callable[[set[str]], list[str]] | None) -> bool:
+             hop: bool, later: Callable[[set[str]], list[str]] | None,
+             props: Callable[[Any], dict[str, Any]] | None = None) -> bool:
     """Whether the notes tell a tie of the asked kind of the person the question is about.
 
     Where a note is titled by the question's name, it is that note (every hit of it, and its
     candidates past them), or a sentence elsewhere that writes the name; for a question that
     reaches its person through another fact ("the mother of *the director of* X"), also the
     note of a name X's note writes ("directed by Aurel Venn"), if it is among the hits. With
-    no such note (a personal vault's "my sister's husband"), any read hit's note.
+    no such note (a personal vault's "my sister's husband"), any read hit's note. A note's
+    properties count ("spouse: Ivo Lind").
     """
     names = {a.lower() for a in about}
     own = [h for h in hits if names and (_untitled(h.title) in names or h.title.lower() in names)]
@@ -2598,6 +2630,8 @@ def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hit
         own = list(top)
     paths = {h.path for h in own}
     texts = [f"{h.title}\n{h.text}" for h in hits if h.path in paths]
+    if props is not None:
+        texts += ["\n".join(property_lines(props(h))) for h in own]
     if hop:
         written = "\n".join(texts)
         bridged = {h.path for h in hits if h.path not in paths and h.title and len(h.title) > 2
@@ -2767,10 +2801,22 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # The read notes' other hits count, and so does the note of a name they write: a later hit
     # titled "Aurel Venn" is the bridge the film's "directed by Aurel Venn" points to.
     tie = asked_tie(query) if kind == NAME else None
-    if tie is not None and not tie_told(tie[1], about, top, hits, tie[2], later):
+    if tie is not None and not tie_told(tie[1], about, top, hits, tie[2], later, props):
         word = tie[0].lower()
         share = max((idf[t] for t in terms if patterns[t].search(word)), default=0.0) / mass
         typed, answer_at = max(typed, share, gap), None
+    # "Who was the first chairman of the Calvessan State Railway?" against the railway's
+    # "The first line, between Halvick and Dunmere ..., opened in 1891": a name answers for a
+    # role only where a read note writes the role, or its verb ("chaired by", "directed by").
+    role = asked_role(query) if kind == NAME and tie is None else None
+    if role is not None:
+        told = role_pattern(role)
+        paths = {h.path for h in top}
+        if not any(told.search(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}") for h in hits if h.path in paths) and not any(
+                told.search(line) for h in top for line in property_lines(props(h))) and not (
+                later is not None and any(told.search(fold(t)) for t in later(paths))):
+            share = max((idf[t] for t in terms if patterns[t].search(role)), default=0.0) / mass
+            typed, answer_at = max(typed, share, gap), None
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer
     # token stands in for an asked verb (below), never for the thing that is measured.
     subject = measured(query)

@@ -2634,3 +2634,33 @@ def test_a_tie_between_people_is_answered_only_where_the_notes_tell_one(make_kb:
     for question in (spouse, "Who was Nadia Fenn married to?"):
         support, _ = support_of(kb2, question)
         assert support.typed_gap == 0.0, question
+
+
+RAILWAY = {
+    "companies/state-railway.md": "# Calvessan State Railway\n\nThe Calvessan State Railway was formed in "
+                                  "1889 to join the river towns. The first line, between Halvick and "
+                                  "Dunmere along the north bank, opened in 1891.\n",
+    "places/halvick.md": "# Halvick\n\nHalvick is a port town at the mouth of the Orsa, with a ferry to "
+                         "the islands.\n",
+    "reading/quiet-engines.md": "---\nauthor: Theo Marchetti\n---\n# Quiet Engines\n\nA book about the "
+                                "systems nobody looks at: sewers, water mains, substations.\n",
+}
+
+
+def test_a_role_is_answered_only_where_the_notes_write_it(make_kb: Any) -> None:
+    """"Who was the first chairman of the Calvessan State Railway?" against the railway's
+    "The first line, between Halvick and Dunmere ..., opened in 1891": the place names answer
+    no chairman. The railway "chaired by" somebody, or a book's ``author:`` property, does."""
+    kb = make_kb(RAILWAY, name="railway")
+    kb.sync()
+    chairman = "Who was the first chairman of the Calvessan State Railway?"
+    support, _ = support_of(kb, chairman)
+    assert support.answer_at is None and support.typed_gap > 0.3
+    support, _ = support_of(kb, "Who is the author of Quiet Engines?")
+    assert support.typed_gap == 0.0
+    chaired = dict(RAILWAY)
+    chaired["companies/state-railway.md"] += "\nIts board was chaired at first by Edvard Lorne.\n"
+    kb2 = make_kb(chaired, name="railway-chaired")
+    kb2.sync()
+    support, _ = support_of(kb2, chairman)
+    assert support.typed_gap == 0.0 and "Edvard Lorne" in (support.answer_at or "")
