@@ -482,6 +482,9 @@ _NUMBER_WORDS = frozenset("""zero two three four five six seven eight nine ten e
     annually""".split())
 #: Number words that give no value: "a few minutes" is no finish time.
 _VAGUE = frozenset(("few", "several", "couple"))
+#: Adverbs of frequency: they answer "how often" and no other measure ("the week view uses
+#: hourly totals" says nothing of how long the totals are kept).
+_EVERY = frozenset("daily weekly monthly yearly hourly nightly annually".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december".split())
 _MONTH_NAME = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
@@ -675,9 +678,9 @@ DURATION_UNITS = (*SPAN_UNITS, "ms", "millisecond", "milliseconds", "day", "days
                   "nights", "evening", "evenings", "afternoon", "afternoons", "morning",
                   "mornings", "weekend", "weekends", "week", "weeks", "fortnight", "fortnights",
                   "month", "months", "season", "seasons", "year", "years", "decade", "decades")
-#: "How long does / did / will ... take": a duration.
+#: "How long does / did / will ... take", "How long does the battery last": a duration.
 _TAKES = re.compile(r"how\s+long\s+(?:does|do|did|will|would|should|can|could|might)\b"
-                    r"(?:\s+[\w'’\-.,]+){1,10}?\s+take\b")
+                    r"(?:\s+[\w'’\-.,]+){1,10}?\s+(?:take|last)\b")
 #: What a "<word> time" measures as a span, not a moment: "finish time", "build time".
 _DURATIONS = frozenset("""finish race lap running completion response load loading build compile
     boot startup wait waiting travel commute cooking baking flight driving render rendering
@@ -1351,7 +1354,9 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             return True
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
-            if tok in asked or tok.rstrip("%") in asked:
+            if tok in asked or tok.rstrip("%") in asked or tok == "+1" or text[max(0, m.start() - 1):m.start()] == "#":
+                # "+1 but please keep the armv7 image": a chat's "me too" counts nothing; nor
+                # does an issue's or a ticket's number ("about #561").
                 continue
             caps = _CAPS_NAME.fullmatch(m.group(0).strip())
             if caps and caps.group(1).lower() not in _KNOWN_UNITS:
@@ -1378,7 +1383,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
         words = [part for w in _TOKEN.findall(text.lower())
                  for part in (w.split("-")[:2] if _HYPHEN_MEASURE.match(w) else (w,))]
         for i, w in enumerate(words):
-            if w in asked or w not in _NUMBER_WORDS and w not in ("one", "a", "an"):
+            if w in asked or w not in _NUMBER_WORDS and w not in ("one", "a", "an") or (
+                    w in _EVERY and not expected.frequency):
                 continue
             if not units:
                 if w in _NUMBER_WORDS:

@@ -2664,3 +2664,27 @@ def test_a_role_is_answered_only_where_the_notes_write_it(make_kb: Any) -> None:
     kb2.sync()
     support, _ = support_of(kb2, chairman)
     assert support.typed_gap == 0.0 and "Edvard Lorne" in (support.answer_at or "")
+
+
+def test_chat_idioms_and_frequency_adverbs_are_no_measure() -> None:
+    """A chat's "+1" agrees and "#561" names an issue; "hourly totals" says how often, not how
+    long. None answers "how long"; a duration does, and "daily" still answers "how often"."""
+    keep = answer_type("How long does the hub keep the hourly energy totals?")
+    asked = frozenset({"hub", "keep", "hourly", "energy", "totals"})
+    assert not holds_typed(keep, "The week view uses hourly totals and the year view daily totals.", asked)
+    assert holds_typed(keep, "Hourly totals are kept for 90 days.", asked)
+    assert holds_typed(answer_type("How often is the backup run?"), "The backup runs daily.", frozenset())
+    sizes = answer_type("How big is the Docker image?")
+    assert not holds_typed(sizes, "+1 but please keep the old image on the registry", frozenset())
+    assert not holds_typed(sizes, "about #561, the share link bug", frozenset())
+    assert holds_typed(sizes, "the image is 412 MB now", frozenset())
+
+
+def test_how_long_something_lasts_asks_for_a_duration() -> None:
+    """"How long does the weekly dev call last?" asks for a span, as "... take" does: "two
+    bugs" in the same chat line counts nothing; "about 45 minutes" answers."""
+    expected = answer_type("How long does the weekly Pellicle dev call last?")
+    assert expected.kind == QUANTITY and expected.span and "minutes" in expected.units
+    asked = frozenset({"weekly", "pellicle", "dev", "call", "last"})
+    assert not holds_typed(expected, "the gist of the call is two bugs", asked)
+    assert holds_typed(expected, "the call usually runs about 45 minutes", asked)
