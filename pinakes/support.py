@@ -1307,6 +1307,13 @@ def _counted_past_modifiers(after: str, unit_forms: set[str]) -> bool:
     return False
 
 
+def _unit_after(text: str, end: int) -> bool:
+    """Does a unit of measure follow the figure that ends at ``end`` ("200 kB/s", "250 ms")?"""
+    m = re.match(r"\s?([^\W\d_]+)", text[end:end + 12])
+    return m is not None and (m.group(1).lower() in _KNOWN_UNITS and m.group(1).lower() not in ("s", "m", "d", "y", "w", "k", "t", "g", "b", "h")
+                              or m.group(1) in ("kB", "KB", "MB", "GB", "TB"))
+
+
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
     """Does ``text`` hold a token that could answer what ``expected`` says (or a bare kind)?
 
@@ -1405,7 +1412,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             text, max(0, m.start() - 6), min(len(text), m.end() + 4))) for m in _YEAR.finditer(text)
         ) or bool(_YEAR_AGO.search(text))
     if kind == DATE:
-        if any(m.group(1) not in asked for m in _YEAR.finditer(text)):
+        # "slower than 200 kB/s": a figure with a unit after it is a measure, not a year.
+        if any(m.group(1) not in asked and not _unit_after(text, m.end()) for m in _YEAR.finditer(text)):
             return True
         # A version dates a changelog's lines; not the one the question asks about ("When is
         # 3.0 going to be released?" against "Work on 3.0 has begun.").
@@ -1544,10 +1552,16 @@ def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> 
             and not any(names & _written(heading) for heading in hit.heading_path))
 
 
+#: A pre-release's tag after its version: "0.12.0-rc1", "2.0-beta", "3.1.0.dev2".
+_PRERELEASE = re.compile(r"[-.]?(?:rc|beta|alpha|pre|dev|b|a)\d*(?![\w])", re.IGNORECASE)
+
+
 def _versions(text: str, after: frozenset[str] = frozenset()) -> list[str]:
     """The versions ``text`` writes ("2.3.1", "v1.9"), lower case, without a leading "v";
-    none written just after one of the words ``after`` ("Go" in "needs Go 1.23")."""
-    return [m.group(0).lower().lstrip("v") for m in _VERSION.finditer(text)
+    none written just after one of the words ``after`` ("Go" in "needs Go 1.23"). A
+    pre-release keeps its tag ("0.12.0-rc1"): it is another release than 0.12.0."""
+    return [m.group(0).lower().lstrip("v") + (tag.group(0).lower() if (tag := _PRERELEASE.match(text, m.end())) else "")
+            for m in _VERSION.finditer(text)
             if not m.group(0).lower().startswith("version") and _word_before(text, m.start()) not in after]
 
 
@@ -1707,7 +1721,8 @@ def _releases(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for m in _RELEASE.finditer(text):
         if m.group(1).lower() not in STOPWORDS:
-            out.setdefault(m.group(1).lower(), []).append(m.group(2).lower())
+            tag = _PRERELEASE.match(text, m.end())  # "Pellicle v0.12.0-rc1" is no 0.12.0
+            out.setdefault(m.group(1).lower(), []).append(m.group(2).lower() + (tag.group(0).lower() if tag else ""))
     return out
 
 
@@ -2109,11 +2124,16 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         return share
 
     best_own, own_terms = 0.0, set()
+    versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     for h in hits:
         context = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}")
         in_context = {t for t in terms if patterns[t].search(context)}
         if kind == DATE:  # a journal's "2019 February", a changelog's "v1.2" dates every line
-            context_typed = not expected.undated and (
+            # ... but not for another release: under "Ferrowave 3.0" or "3.0.0 — 2024-04-22",
+            # a line dates 3.0, not the 2.9 or 2.0 the question asks about.
+            other = bool(versions) and bool(named := _versions(context)) and not any(
+                _same_release(v, w) for v in named for w in versions)
+            context_typed = not expected.undated and not other and (
                 holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context)) or bool(
@@ -2198,7 +2218,6 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     releases = _releases(query)
     # "my sister Ruth's birthday": the asker's kin, by the relation's noun.
     my_kin = {m.group(1).lower() for m in _MY_KIN.finditer(query) if m.group(1).lower() in _RELATIONS}
-    versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     # "When is the Berlingo due its MOT?": a note with a section headed by the name the
     # question writes ("## Berlingo") tells of it there; a sibling section headed by another
     # ("## Skoda": "MOT due again 22 Nov") tells of that one, unless its sentence names it.
@@ -2236,6 +2255,13 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     ends = _asked_end(query) if kind == DATE else None
     deed = asked_deed(query, expected, terms, patterns)
 
+    def another_release(hi: int, si: int) -> bool:
+        """A dated context dates its lines, not another release one of them announces: a chat
+        line of 15 October ("**Pellicle v0.12.0-rc1** (2025-10-15)") dates no 0.12.0."""
+        sent = per_hit[hi][0][si]
+        return bool(releases) and _other_release(sent, releases) or bool(versions) and bool(
+            _versions(sent)) and _tells_other_version(None, sent, versions)
+
     def says(hi: int, si: int) -> bool:
         """The sentence tells the deed the question asks about (or none is asked)."""
         return deed is None or deed.told(per_hit[hi][0][si], patterns)
@@ -2265,7 +2291,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         if share <= best_typed:
             break
         told_here = says(hi, si)  # a neighbour's name answers when either sentence tells the deed
-        if per_hit[hi][1] or holds(hi, si) and told_here:
+        if per_hit[hi][1] and not another_release(hi, si) or holds(hi, si) and told_here:
             best_typed, answer_at = share, per_hit[hi][0][si]
             break
         if hi in props_at:
@@ -2652,6 +2678,49 @@ def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hit
     return later is not None and any(tie.search(fold(t)) for t in later(paths))
 
 
+#: How many sections headed by the asked release the reader adds (:func:`release_sections`).
+RELEASE_SECTIONS = 2
+
+
+def release_sections(conn: Any, query: str, top: Sequence[Any]) -> list[Any]:
+    """The sections of the KB headed by the release the question asks about, that the read
+    hits are not: "When did Burrow 3.0.0 reach the stable channel?" is answered under the
+    changelog's "3.0.0 — 2023-11-28", which ranks far below the changelog's opening ("Dates
+    are the day the release reached the stable channel") and the newest release's section.
+    A heading names its release plainly; one SQL look-up, only for a question that writes a
+    version, and asks a date (which the heading holds) or a name ("Who reported the bug that
+    2.3.1 fixed?"). A count is not read there: "Vault format 3." in the 2.0 section is no
+    answer to "How many times has tern 2.0 been downloaded?"."""
+    asked = _versions(query)
+    if not asked:
+        return []
+    seen = {(h.path, tuple(h.heading_path)) for h in top}
+    out: list[Any] = []
+    for version in dict.fromkeys(asked):
+        try:
+            rows = conn.execute(
+                "SELECT d.path, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.doc = c.doc "
+                "WHERE c.heading_path LIKE ? ORDER BY c.id LIMIT 20", (f"%{version}%",)).fetchall()
+        except Exception:  # noqa: BLE001 - a store without chunks: nothing to add
+            return out
+        for path, title, heading_json, text in rows:
+            try:
+                heading = [str(x) for x in json.loads(heading_json)]
+            except ValueError:
+                continue
+            key = (path, tuple(heading))
+            # The deepest heading that names a release: "3.0.0 — 2023-11-28 > Changed".
+            named = next((vs for vs in map(_versions, reversed(heading)) if vs), [])
+            if key in seen or not any(
+                    _same_release(v, version) and len(v.split(".")) >= len(version.split(".")) for v in named):
+                continue
+            seen.add(key)
+            out.append(SimpleNamespace(path=path, title=title, heading_path=heading, text=text))
+            if len(out) >= RELEASE_SECTIONS:
+                return out
+    return out
+
+
 def read_hits(hits: Sequence[Any], window: int, asked: Sequence[str],
               patterns: dict[str, re.Pattern[str]]) -> list[Any]:
     """The hits the reader reads: the first ``window``, and the first later section (within
@@ -2696,6 +2765,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
     top = read_hits(hits, support_window(query), [t for t in terms if t not in about_toks], patterns)
+    if answer_type(first_ask(query)).kind in (DATE, NAME):
+        top += release_sections(conn, query, top)
     front: dict[str, dict[str, Any]] = {}
 
     def props(h: Any) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from pinakes.support import (
     outline,
     property_lines,
     read_hits,
+    release_sections,
     sentence_turns,
     sentences,
     speaker_gap,
@@ -2600,7 +2601,7 @@ def test_somebody_elses_kin_does_not_answer_for_the_askers(make_kb: Any) -> None
     assert "12 May" in (support.answer_at or "")
 
 
-FILMS = {
+DIRECTOR = {
     "films/tide-run.md": "# Tide Run\n\nTide Run is a 1988 drama film written and directed by Nadia Fenn, "
                          "with music by Pavel Dries. It follows a ferry crew through one winter.\n",
     "people/nadia-fenn.md": "# Nadia Fenn\n\nNadia Fenn (born 1950) is a film director. She was born in "
@@ -2618,7 +2619,7 @@ def test_a_tie_between_people_is_answered_only_where_the_notes_tell_one(make_kb:
     Fenn" and her article, which names her father and no marriage: the director's name answers
     the inner ask, not the spouse. Her father is told ("the daughter of Oskar Fenn"), so that
     question is answered; so is the spouse once her article tells a marriage."""
-    kb = make_kb(FILMS, name="films")
+    kb = make_kb(DIRECTOR, name="director")
     kb.sync()
     spouse = "Who is the spouse of the director of Tide Run?"
     support, _ = support_of(kb, spouse)
@@ -2627,9 +2628,9 @@ def test_a_tie_between_people_is_answered_only_where_the_notes_tell_one(make_kb:
     assert support.typed_gap == 0.0
     support, _ = support_of(kb, "Who was Nadia Fenn married to?")
     assert support.answer_at is None and support.typed_gap > 0.3
-    married = dict(FILMS)
+    married = dict(DIRECTOR)
     married["people/nadia-fenn.md"] += "\nIn 1979 she married the painter Ivo Lind.\n"
-    kb2 = make_kb(married, name="films-married")
+    kb2 = make_kb(married, name="director-married")
     kb2.sync()
     for question in (spouse, "Who was Nadia Fenn married to?"):
         support, _ = support_of(kb2, question)
@@ -2688,3 +2689,48 @@ def test_how_long_something_lasts_asks_for_a_duration() -> None:
     asked = frozenset({"weekly", "pellicle", "dev", "call", "last"})
     assert not holds_typed(expected, "the gist of the call is two bugs", asked)
     assert holds_typed(expected, "the call usually runs about 45 minutes", asked)
+
+
+def test_a_dated_context_does_not_date_another_release() -> None:
+    """A changelog's "3.0.0 — 2024-04-22" dates its lines for 3.0.0, not for the 2.0 the
+    question asks about; a chat line's date dates no 0.12.0 when it announces 0.12.0-rc1."""
+    terms = ["tidewater", "2", "0", "first", "released"]
+
+    def gap(question: str, heading: str, text: str, dated: bool = False) -> float:
+        hit = SimpleNamespace(title="Changelog", heading_path=["Changelog", heading], text=text, path="c.md")
+        return typed_gap(question, [hit], terms, {t: 1.0 for t in terms},
+                         {t: term_pattern(t) for t in terms}, dated=lambda h: dated)[1]
+
+    when = "When was Tidewater 2.0 first released?"
+    assert gap(when, "3.0.0 — 2024-04-22", "First release of the 3.x line.") > 0.3
+    assert gap(when, "2.0.0 — 2021-05-02", "First release of the 2.x line.") == 0.0
+    final = "On what date was Tidewater v2.0.0 released?"
+    rc = "**[2021-04-02 16:00] kestrel:** Tidewater v2.0.0-rc1 is out, please test it first."
+    assert gap(final, "Week 13", rc, dated=True) > 0.3
+    assert gap(final, "Week 13", rc.replace("-rc1", ""), dated=True) == 0.0
+
+
+def test_the_asked_releases_section_is_read_though_it_ranks_low(make_kb: Any) -> None:
+    """"When did Burrow 3.0.0 reach the stable channel?": the changelog's opening matches the
+    question best and newer releases' sections next; the section headed "3.0.0 —
+    2023-11-28" is looked up by its heading and read too, once. A release with an undated
+    section is no answer, nor is a figure with a unit ("200 kB/s") a year."""
+    sections = "".join(f"## 3.{n}.0 — 2024-{n + 1:02d}-0{n + 1}\n\n### Added\n- Scenes can use sensor "
+                       f"type {n} and the energy view shows it.\n\n" for n in range(8, 0, -1))
+    changelog = ("# Changelog\n\nAll notable changes to Burrow. Dates are the day the release reached "
+                 "the **stable** channel.\n\n" + sections + "## 3.0.0 — 2023-11-28\n\n### Changed\n"
+                 "- **Config is now TOML**.\n\n## 2.9.1\n\nHotfix, stable channel only.\n\n### Fixed\n"
+                 "- Hub could hang when the download was slower than 200 kB/s.\n")
+    kb = make_kb({"changelog.md": changelog,
+                  "updating.md": "# Updating\n\nThe hub updates itself at night; a backup is taken "
+                                 "first.\n"}, name="burrow")
+    kb.sync()
+    conn = kb.reader().conn
+    question = "When did Burrow 3.0.0 reach the stable channel?"
+    found = release_sections(conn, question, [])
+    assert [h.heading_path for h in found] == [["Changelog", "3.0.0 — 2023-11-28", "Changed"]]
+    assert release_sections(conn, question, found) == []  # a section read already is not added
+    assert release_sections(conn, "When did Burrow 3.9.0 reach the stable channel?", []) == []
+    support, _ = support_of(kb, "On what date was Burrow 2.9.1 released?")
+    assert support.typed_gap > 0.3
+
