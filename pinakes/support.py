@@ -1953,6 +1953,42 @@ def role_pattern(role: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + re.escape(role) + r"|" + re.escape(stem) + r")\w*" + maker, re.I)
 
 
+#: "What is the default value of scanner.workers?", "the default page size": a default asked.
+_ASKS_DEFAULT = re.compile(r"\b(?:the|its|their|a)\s+default\b|\bby\s+default\b|['’]s\s+default\b", re.I)
+#: A setting's name as docs write it: "scanner.workers", "max_retries", "--result-ttl".
+_SETTING = re.compile(r"(?<![\w.\-])(?:--?[a-z][\w\-]+|[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)+|[a-z]+_[a-z_\d]+)")
+
+
+def default_told(query: str, texts: Sequence[tuple[str, str]], words: Sequence[re.Pattern[str]]) -> bool:
+    """Whether a text tells the default the question asks for: a sentence, or a table row
+    (under a header that says "default"), that says "default" and names the setting the
+    question writes ("scanner.workers"), or, with no setting written, one of its other
+    ``words`` (in the sentence or in its note's title and headings). "set `scanner.workers =
+    2`" on a Pi is one user's value, and "`scanner.poll_interval` defaults to `15m`" is
+    another setting's default. ``texts``: (title and headings, text) of each read hit."""
+    keys = [k.lower() for k in _SETTING.findall(query)]
+    default = re.compile(r"\bdefault", re.I)
+
+    def names(line: str, context: str) -> bool:
+        low = line.lower()
+        if keys:
+            return any(k in low for k in keys)
+        return any(w.search(line) or w.search(context) for w in words)
+
+    for context, text in texts:
+        header = None
+        for line in text.splitlines():
+            if line.lstrip().startswith("|"):
+                header = header or line
+                if names(line, context) and (default.search(line) or default.search(header)):
+                    return True
+            else:
+                header = None
+        if any(default.search(sent) and names(sent, context) for sent in sentences(text)):
+            return True
+    return False
+
+
 #: What follows "the mother of" when the person is reached through another fact: "the director
 #: of X", "the man who ...".
 _HOP = re.compile(r"\s*(?:the|a|an)\s+(?:[\w\-]+\s+){0,2}?[\w\-]+\s+(?:of|who|that|which|whom|whose)\b", re.I)
@@ -2893,6 +2929,16 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                 told.search(line) for h in top for line in property_lines(props(h))) and not (
                 later is not None and any(told.search(fold(t)) for t in later(paths))):
             share = max((idf[t] for t in terms if patterns[t].search(role)), default=0.0) / mass
+            typed, answer_at = max(typed, share, gap), None
+    # "What is the default value of scanner.workers?" against a user's "set `scanner.workers =
+    # 2`" and "`scanner.poll_interval` defaults to `15m`": a value answers for a default only
+    # where a read note says it is the default, of the setting asked about.
+    if _ASKS_DEFAULT.search(query):
+        paths = {h.path for h in top}
+        others = [patterns[t] for t in asked if t not in named and t not in ("default", "value", kind_noun)]
+        texts = [(f"{h.title}\n{' > '.join(h.heading_path)}", h.text) for h in hits if h.path in paths]
+        if not default_told(query, texts, others):
+            share = max((idf[t] for t in terms if t.startswith("default")), default=0.0) / mass
             typed, answer_at = max(typed, share, gap), None
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer
     # token stands in for an asked verb (below), never for the thing that is measured.

@@ -2734,3 +2734,26 @@ def test_the_asked_releases_section_is_read_though_it_ranks_low(make_kb: Any) ->
     support, _ = support_of(kb, "On what date was Burrow 2.9.1 released?")
     assert support.typed_gap > 0.3
 
+
+
+def test_a_default_is_answered_only_where_the_notes_call_it_one(make_kb: Any) -> None:
+    """"What is the default value of scanner.workers?" against a user's "set `scanner.workers =
+    2`" and another setting's "defaults to `15m`": no default of that setting is told. A
+    sentence or a table row under a "Default" header that names the setting answers."""
+    chat = {"help/2025-W17.md": "# help, week 17\n\n**[2025-04-23 17:40] pixelpush:** set "
+                                "`scanner.workers = 2` because the pi was too hot during the "
+                                "thumbnail run.\n",
+            "announcements/2025-W20.md": "# Pellicle 0.10\n\n- `scanner.poll_interval` defaults to "
+                                         "`15m`. The scanner has workers for thumbnails.\n"}
+    kb = make_kb(chat, name="defaults")
+    kb.sync()
+    question = "What is the default value of scanner.workers?"
+    support, _ = support_of(kb, question)
+    assert support.answer_at is None and support.typed_gap > 0.3
+    table = dict(chat)
+    table["reference.md"] = ("# Settings\n\n| Setting | Default | Meaning |\n|---|---|---|\n"
+                             "| `scanner.workers` | `4` | thumbnail workers |\n")
+    kb2 = make_kb(table, name="defaults-table")
+    kb2.sync()
+    support, _ = support_of(kb2, question)
+    assert support.typed_gap < 0.15
