@@ -822,6 +822,9 @@ def _noun_kind(words: Sequence[str]) -> str | None:
     head = _content(words)
     if not head:
         return None
+    if len(head) > 1 and head[0] in ("size", "colour", "color"):
+        # "what size SSD", "what colour tiles": the first noun names the kind of the answer.
+        return QUANTITY if head[0] == "size" else COLOUR
     h = head[-1]
     if h in _MEASURE or _METRIC_AT.fullmatch(h):
         return QUANTITY

@@ -2757,3 +2757,14 @@ def test_a_default_is_answered_only_where_the_notes_call_it_one(make_kb: Any) ->
     kb2.sync()
     support, _ = support_of(kb2, question)
     assert support.typed_gap < 0.15
+
+
+def test_what_size_or_colour_thing_asks_for_a_size_or_a_colour() -> None:
+    """"What colour splashback tiles did I go for?" asks for a colour, though its last noun is
+    "tiles": "the hexagon tiles from Topps" names none; "sage green tiles" does."""
+    question = "What colour splashback tiles did I go for?"
+    assert answer_type(question).kind == COLOUR
+    assert answer_type("What size SSD did I upgrade my laptop to?").kind == QUANTITY
+    terms = ["colour", "splashback", "tiles"]
+    assert gap_in(question, terms, "Went for the hexagon splashback tiles from Topps Tiles.") > 0.3
+    assert gap_in(question, terms, "Went for the sage green splashback tiles from Topps Tiles.") == 0.0
