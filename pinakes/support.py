@@ -818,12 +818,20 @@ def _timed(word: str) -> bool:
         word[:-3] in _DURATIONS or word[:-3] + "e" in _DURATIONS)
 
 
+#: Things a size or a colour qualifies that have names or values of their own: "what colour
+#: theme" asks for "Solarized", "what size class" for "M".
+_NAMED_BY_KIND = frozenset("""theme themes scheme schemes palette palettes profile profiles code
+    codes mode modes space temperature depth grading chart charts picker setting settings option
+    options class classes category guide""".split())
+
+
 def _noun_kind(words: Sequence[str]) -> str | None:
     head = _content(words)
     if not head:
         return None
-    if len(head) > 1 and head[0] in ("size", "colour", "color"):
-        # "what size SSD", "what colour tiles": the first noun names the kind of the answer.
+    if len(head) > 1 and head[0] in ("size", "colour", "color") and head[-1] not in _NAMED_BY_KIND:
+        # "what size SSD", "what colour tiles": the first noun names the kind of the answer
+        # (not in "what colour theme", a theme's name).
         return QUANTITY if head[0] == "size" else COLOUR
     h = head[-1]
     if h in _MEASURE or _METRIC_AT.fullmatch(h):

@@ -2765,6 +2765,7 @@ def test_what_size_or_colour_thing_asks_for_a_size_or_a_colour() -> None:
     question = "What colour splashback tiles did I go for?"
     assert answer_type(question).kind == COLOUR
     assert answer_type("What size SSD did I upgrade my laptop to?").kind == QUANTITY
+    assert answer_type("What colour theme does my editor use?").kind is None  # a theme's name
     terms = ["colour", "splashback", "tiles"]
     assert gap_in(question, terms, "Went for the hexagon splashback tiles from Topps Tiles.") > 0.3
     assert gap_in(question, terms, "Went for the sage green splashback tiles from Topps Tiles.") == 0.0
