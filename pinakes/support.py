@@ -194,6 +194,7 @@ class Support:
     answer_at: str | None = None  # the sentence whose token stands for the typed answer
     kind_noun: str = ""  # the noun naming the checked answer kind ("name", "time"); "" if none
     absent: float = 0.0  # the share of the query's terms that no chunk of the KB holds
+    untold: str = ""  # what the read notes do not tell, when a rule found it ("no default for ...")
 
     @property
     def expects(self) -> str | None:
@@ -233,6 +234,8 @@ class Support:
         if self.speaker and self.said_by and self.other_speaker >= 0.5:
             return (f"found {_quoted(self.said or self.asked, 'and')} in what {self.said_by} said,"
                     f" nothing of it about {self.speaker}")
+        if self.untold and self.typed_missing >= 0.5:
+            return f"found {_quoted(self.about, 'and')}, but {self.untold}" if self.about else self.untold
         # "What is the name of my dentist?": notes seldom write the kind's own noun, so its
         # absence is not the gap to name; the missing name is.
         unsupported = [w for w in self.unsupported if w.lower() != self.kind_noun]
@@ -2950,6 +2953,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "What is the default value of scanner.workers?" against a user's "set `scanner.workers =
     # 2`" and "`scanner.poll_interval` defaults to `15m`": a value answers for a default only
     # where a read note says it is the default, of the setting asked about.
+    untold = ""
     if _ASKS_DEFAULT.search(query):
         paths = {h.path for h in top}
         others = [patterns[t] for t in asked if t not in named and t not in ("default", "value", kind_noun)]
@@ -2957,6 +2961,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         if not default_told(query, texts, others):
             share = max((idf[t] for t in terms if t.startswith("default")), default=0.0) / mass
             typed, answer_at = max(typed, share, gap), None
+            settings = _SETTING.findall(query)
+            untold = f"no default given for {_quoted(settings, 'and') if settings else 'it'}"
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer
     # token stands in for an asked verb (below), never for the thing that is measured.
     subject = measured(query)
@@ -2982,7 +2988,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
                    speaker=speaker, said_by=said_by,
                    speaker_gap=talk_gap,
                    said=[written.get(t, t) for t in sorted(said, key=lambda t: (-idf[t], t))],
-                   kind_noun=kind_noun,
+                   kind_noun=kind_noun, untold=untold,
                    # "How do I fix a leaking tap?" put to a compiler's guide: "leaking" and "tap"
                    # are in no note at all. A name the KB lacks is ``unknown``; this counts any word.
                    absent=sum(1 for t in terms if df[t] == 0) / len(terms),

@@ -2750,6 +2750,7 @@ def test_a_default_is_answered_only_where_the_notes_call_it_one(make_kb: Any) ->
     question = "What is the default value of scanner.workers?"
     support, _ = support_of(kb, question)
     assert support.answer_at is None and support.typed_gap > 0.3
+    assert support.reason() == "no default given for 'scanner.workers'"
     table = dict(chat)
     table["reference.md"] = ("# Settings\n\n| Setting | Default | Meaning |\n|---|---|---|\n"
                              "| `scanner.workers` | `4` | thumbnail workers |\n")
