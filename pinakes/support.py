@@ -2175,6 +2175,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
 
     best_own, own_terms = 0.0, set()
     versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
+    released: set[int] = set()  # the hits under a dated heading of the asked release
     for h in hits:
         context = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}")
         in_context = {t for t in terms if patterns[t].search(context)}
@@ -2185,6 +2186,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
                 _same_release(v, w) for v in named for w in versions)
             context_typed = not expected.undated and not other and (
                 holds_typed(kind, context, frozen) or (dated is not None and dated(h)))
+            if context_typed and versions and named:
+                released.add(len(per_hit))  # this hit's heading dates the release asked about
         elif kind in (NAME, PLACE):  # a heading "~/src/clones" names the folder asked for
             context_typed = bool(_PATH.search(context) or _CODE.search(context)) or bool(
                 expected.beside[0]) and holds_typed(expected, context, frozen) or (  # "# Maya Lindqvist"
@@ -2337,6 +2340,15 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         return in_paragraph[hi, p]
 
     best_typed, answer_at = 0.0, None
+    # "When did Burrow 3.0.0 reach the stable channel?": under "3.0.0 — 2023-11-28" the
+    # heading holds the date and the version, and the changelog's opening says what its
+    # dates are ("the day the release reached the stable channel"). A section of the asked
+    # release is credited with its note's best match: the note tells the rest of the question.
+    for hi in released:
+        path = hits[hi].path
+        note_best = max((share for share, hj, _ in scored if hj < len(hits) and hits[hj].path == path), default=0.0)
+        if note_best > best_typed and per_hit[hi][0]:
+            best_typed, answer_at = note_best, per_hit[hi][0][0]
     for share, hi, si in sorted(scored, key=lambda x: -x[0]):
         if share <= best_typed:
             break

@@ -2713,8 +2713,9 @@ def test_a_dated_context_does_not_date_another_release() -> None:
 def test_the_asked_releases_section_is_read_though_it_ranks_low(make_kb: Any) -> None:
     """"When did Burrow 3.0.0 reach the stable channel?": the changelog's opening matches the
     question best and newer releases' sections next; the section headed "3.0.0 —
-    2023-11-28" is looked up by its heading and read too, once. A release with an undated
-    section is no answer, nor is a figure with a unit ("200 kB/s") a year."""
+    2023-11-28" is looked up by its heading and read too, once, and credited with what the
+    changelog's opening matches. A release with an undated section is no answer, nor is a
+    figure with a unit ("200 kB/s") a year."""
     sections = "".join(f"## 3.{n}.0 — 2024-{n + 1:02d}-0{n + 1}\n\n### Added\n- Scenes can use sensor "
                        f"type {n} and the energy view shows it.\n\n" for n in range(8, 0, -1))
     changelog = ("# Changelog\n\nAll notable changes to Burrow. Dates are the day the release reached "
@@ -2731,6 +2732,9 @@ def test_the_asked_releases_section_is_read_though_it_ranks_low(make_kb: Any) ->
     assert [h.heading_path for h in found] == [["Changelog", "3.0.0 — 2023-11-28", "Changed"]]
     assert release_sections(conn, question, found) == []  # a section read already is not added
     assert release_sections(conn, "When did Burrow 3.9.0 reach the stable channel?", []) == []
+    # The section's heading dates the release; the changelog's opening says what its dates are.
+    support, _ = support_of(kb, question)
+    assert support.typed_gap == 0.0
     support, _ = support_of(kb, "On what date was Burrow 2.9.1 released?")
     assert support.typed_gap > 0.3
 
