@@ -133,6 +133,7 @@ from .text import (
     fold,
     name_spans,
     name_tokens,
+    strip_qualifier,
     term_pattern,
 )
 
@@ -299,7 +300,7 @@ def known_names(kb: KB, conn: Any, generation: int) -> dict[tuple[str, ...], str
     ):
         if title:
             labels.append(str(title))
-            short = re.sub(r"\s*\([^()]*\)\s*$", "", str(title))
+            short = strip_qualifier(str(title))
             if short != title:
                 labels.append(short)
         if front:
@@ -1321,11 +1322,18 @@ def _counted_past_modifiers(after: str, unit_forms: set[str]) -> bool:
     return False
 
 
+_LOOSE_UNITS = frozenset("smdywktgbh")
+
+
 def _unit_after(text: str, end: int) -> bool:
     """Does a unit of measure follow the figure that ends at ``end`` ("200 kB/s", "250 ms")?"""
     m = re.match(r"\s?([^\W\d_]+)", text[end:end + 12])
-    return m is not None and (m.group(1).lower() in _KNOWN_UNITS and m.group(1).lower() not in ("s", "m", "d", "y", "w", "k", "t", "g", "b", "h")
-                              or m.group(1) in ("kB", "KB", "MB", "GB", "TB"))
+    if m is None:
+        return False
+    unit = m.group(1)
+    # Byte sizes in their own case; of the one-letter units, those that are as often a word's
+    # initial or an abbreviation ("s", "m", "d") say nothing.
+    return unit.lower() in _KNOWN_UNITS and unit.lower() not in _LOOSE_UNITS or unit in ("kB", "KB", "MB", "GB", "TB")
 
 
 def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> bool:
@@ -2312,8 +2320,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         """A dated context dates its lines, not another release one of them announces: a chat
         line of 15 October ("**Pellicle v0.12.0-rc1** (2025-10-15)") dates no 0.12.0."""
         sent = per_hit[hi][0][si]
-        return bool(releases) and _other_release(sent, releases) or bool(versions) and bool(
-            _versions(sent)) and _tells_other_version(None, sent, versions)
+        return bool(releases) and _other_release(sent, releases) or bool(versions) and _tells_other_version(
+            None, sent, versions)
 
     def says(hi: int, si: int) -> bool:
         """The sentence tells the deed the question asks about (or none is asked)."""
@@ -2701,9 +2709,14 @@ def support_window(query: str) -> int:
 HEADING_ASKED = 2
 
 
-def _untitled(title: str) -> str:
-    """A title without its trailing "(qualifier)", in small letters."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).lower()
+def notes_say(pattern: re.Pattern[str], notes: Sequence[Any],
+              props: Callable[[Any], dict[str, Any]] | None = None) -> bool:
+    """Whether one of the hits ``notes`` (its title, headings and text) or one of their notes'
+    properties says ``pattern``: where the tie and the role checks of :func:`assess` look."""
+    if any(pattern.search(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}") for h in notes):
+        return True
+    firsts = {h.path: h for h in reversed(notes)}.values() if props is not None else ()
+    return any(pattern.search(line) for h in firsts for line in property_lines(props(h)))  # type: ignore[misc]
 
 
 def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hits: Sequence[Any],
@@ -2719,20 +2732,13 @@ def tie_told(tie: re.Pattern[str], about: Sequence[str], top: Sequence[Any], hit
     properties count ("spouse: Ivo Lind").
     """
     names = {a.lower() for a in about}
-    own = [h for h in hits if names and (_untitled(h.title) in names or h.title.lower() in names)]
-    if not own:
-        own = list(top)
-    paths = {h.path for h in own}
-    texts = [f"{h.title}\n{h.text}" for h in hits if h.path in paths]
-    if props is not None:
-        texts += ["\n".join(property_lines(props(h))) for h in own]
+    own = [h for h in hits if names and (strip_qualifier(h.title).lower() in names or h.title.lower() in names)]
+    paths = {h.path for h in own or top}
     if hop:
-        written = "\n".join(texts)
-        bridged = {h.path for h in hits if h.path not in paths and h.title and len(h.title) > 2
-                   and re.search(r"(?<!\w)" + re.escape(h.title) + r"(?!\w)", written)}
-        texts += [f"{h.title}\n{h.text}" for h in hits if h.path in bridged]
-        paths |= bridged
-    if any(tie.search(t) for t in texts):
+        written = "\n".join(h.text for h in hits if h.path in paths)
+        paths |= {h.path for h in hits if h.path not in paths and h.title and len(h.title) > 2
+                  and re.search(r"(?<!\w)" + re.escape(h.title) + r"(?!\w)", written)}
+    if notes_say(tie, [h for h in hits if h.path in paths], props):
         return True
     if names and any(tie.search(sent) and any(n in sent.lower() for n in names)
                      for h in hits for sent in sentences(h.text)):
@@ -2755,7 +2761,7 @@ def release_sections(conn: Any, query: str, top: Sequence[Any], trigram: bool = 
     2.3.1 fixed?"). A count is not read there: "Vault format 3." in the 2.0 section is no
     answer to "How many times has tern 2.0 been downloaded?"."""
     asked = _versions(query)
-    if not asked:
+    if not asked or answer_type(first_ask(query)).kind not in (DATE, NAME):
         return []
     seen = {(h.path, tuple(h.heading_path)) for h in top}
     out: list[Any] = []
@@ -2833,8 +2839,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     mass = sum(idf.values()) or 1.0
     patterns = {t: term_pattern(t) for t in terms}
     top = read_hits(hits, support_window(query), [t for t in terms if t not in about_toks], patterns)
-    if answer_type(first_ask(query)).kind in (DATE, NAME):
-        top += release_sections(conn, query, top, trigram)
+    top += release_sections(conn, query, top, trigram)
     front: dict[str, dict[str, Any]] = {}
 
     def props(h: Any) -> dict[str, Any]:
@@ -2938,6 +2943,11 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         plain = [t for t in asked if t not in named and t != kind_noun and t not in _RELATIONS]
         if len(plain) >= MIN_ASKED_UNHELD and not anywhere.intersection(plain):
             typed, answer_at = max(typed, sum(idf[t] for t in plain) / mass), None
+    def untold_share(word: str) -> float:
+        """The typed gap when the notes do not tell what ``word`` asks (a tie, a role, a
+        default): its own share of the question, and at least the asked gap."""
+        return max(typed, max((idf[t] for t in terms if patterns[t].search(word)), default=0.0) / mass, gap)
+
     # "Who was the mother of the director of The Last Ferry?" against the film's "directed by
     # Aurel Venn" and Venn's article, which tells of his films and never of his parents: the
     # director's name answers the inner ask. A tie between people is told in words of its
@@ -2947,9 +2957,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # titled "Aurel Venn" is the bridge the film's "directed by Aurel Venn" points to.
     tie = asked_tie(query) if kind == NAME else None
     if tie is not None and not tie_told(tie[1], about, top, hits, tie[2], later, props):
-        word = tie[0].lower()
-        share = max((idf[t] for t in terms if patterns[t].search(word)), default=0.0) / mass
-        typed, answer_at = max(typed, share, gap), None
+        typed, answer_at = untold_share(tie[0]), None
     # "Who was the first chairman of the Calvessan State Railway?" against the railway's
     # "The first line, between Halvick and Dunmere ..., opened in 1891": a name answers for a
     # role only where a read note writes the role, or its verb ("chaired by", "directed by").
@@ -2957,11 +2965,9 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     if role is not None:
         told = role_pattern(role)
         paths = {h.path for h in top}
-        if not any(told.search(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}") for h in hits if h.path in paths) and not any(
-                told.search(line) for h in top for line in property_lines(props(h))) and not (
+        if not notes_say(told, [h for h in hits if h.path in paths], props) and not (
                 later is not None and any(told.search(fold(t)) for t in later(paths))):
-            share = max((idf[t] for t in terms if patterns[t].search(role)), default=0.0) / mass
-            typed, answer_at = max(typed, share, gap), None
+            typed, answer_at = untold_share(role), None
     # "What is the default value of scanner.workers?" against a user's "set `scanner.workers =
     # 2`" and "`scanner.poll_interval` defaults to `15m`": a value answers for a default only
     # where a read note says it is the default, of the setting asked about.
@@ -2971,8 +2977,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         others = [patterns[t] for t in asked if t not in named and t not in ("default", "value", kind_noun)]
         texts = [(f"{h.title}\n{' > '.join(h.heading_path)}", h.text) for h in hits if h.path in paths]
         if not default_told(query, texts, others):
-            share = max((idf[t] for t in terms if t.startswith("default")), default=0.0) / mass
-            typed, answer_at = max(typed, share, gap), None
+            typed, answer_at = untold_share("default"), None
             settings = _SETTING.findall(query)
             untold = f"no default given for {_quoted(settings, 'and') if settings else 'it'}"
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer

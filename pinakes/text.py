@@ -299,6 +299,14 @@ def embed_text(title: str, heading_path: tuple[str, ...] | list[str], text: str)
 NAME_TOKEN_RE = re.compile(f"[{_CJK}]|[^\\W_]+")
 #: Longest name (in tokens) that can count as named in a query.
 MAX_NAME_TOKENS = 12
+#: A title's trailing "(qualifier)": "Foo (film)", "Gordon Douglas (director)".
+_QUALIFIER_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def strip_qualifier(text: str) -> str:
+    """``text`` without a trailing parenthetical: "Foo (film)" → "Foo". Encyclopedias tell
+    namesakes apart that way, and a question names the thing without it."""
+    return _QUALIFIER_TAIL.sub("", text)
 
 
 def name_tokens(text: str) -> tuple[str, ...]:

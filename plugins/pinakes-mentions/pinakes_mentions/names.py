@@ -18,11 +18,10 @@ from collections.abc import Iterable
 
 import ahocorasick
 
-from pinakes.text import CJK_RE, STOPWORDS
+from pinakes.text import CJK_RE, STOPWORDS, strip_qualifier
 
 _WS = re.compile(r"\s+")
 _POSSESSIVE = re.compile(r"['’]s?$")
-_PAREN_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _INITIAL = re.compile(r"(?<![^\W_])([^\W\d_])\.", re.UNICODE)
 # Stripped from both ends of a name; brackets are kept (a key may be "foo (film)").
@@ -73,11 +72,6 @@ def title_names(title: str) -> list[tuple[str, str]]:
         if skey and skey != key:
             out.append((skey, short))
     return out
-
-
-def strip_qualifier(text: str) -> str:
-    """``text`` without a trailing parenthetical: "Foo (film)" → "Foo"."""
-    return _PAREN_TAIL.sub("", text)
 
 
 def words(key: str) -> list[str]:
