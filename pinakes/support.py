@@ -2977,7 +2977,9 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         others = [patterns[t] for t in asked if t not in named and t not in ("default", "value", kind_noun)]
         texts = [(f"{h.title}\n{' > '.join(h.heading_path)}", h.text) for h in hits if h.path in paths]
         if not default_told(query, texts, others):
-            typed, answer_at = untold_share("default"), None
+            # The whole ask is untold, however common "default" is in the KB: docs say it on
+            # every page, so its IDF is low, but none says it of this setting.
+            typed, answer_at = max(untold_share("default"), TYPED_GAP_FULL), None
             settings = _SETTING.findall(query)
             untold = f"no default given for {_quoted(settings, 'and') if settings else 'it'}"
     # "How long is the salt ...?": a measure of the salt, which no top hit mentions. The answer

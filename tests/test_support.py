@@ -30,6 +30,7 @@ from pinakes.support import (
     NAME,
     PLACE,
     QUANTITY,
+    TYPED_GAP_FULL,
     UNCHECKED,
     WEEKDAY,
     Deed,
@@ -2765,6 +2766,21 @@ def test_a_default_is_answered_only_where_the_notes_call_it_one(make_kb: Any) ->
     kb2.sync()
     support, _ = support_of(kb2, question)
     assert support.typed_gap < 0.15
+    # In docs that say "default" on every page the word weighs little, yet the whole ask is
+    # untold: "What is the default lint level of the unused_unsafe lint?" against a page that
+    # shows the lint and never its level.
+    docs = {f"lints/{name}.md": f"# The {name} lint\n\nThe {name} lint is {level} by default. "
+                                f"Its default level can be changed with a flag.\n"
+            for name, level in (("dead_code", "warn"), ("unused_mut", "warn"), ("box_pointers", "allow"),
+                                ("unconditional_recursion", "warn"), ("missing_docs", "allow"))}
+    docs["unsafety.md"] = ("# Unsafety checking\n\n## The unused_unsafe lint\n\nThe unused_unsafe lint "
+                           "reports `unsafe` blocks that can be removed, such as an `unsafe` block "
+                           "inside another one.\n")
+    kb3 = make_kb(docs, name="defaults-common")
+    kb3.sync()
+    support, _ = support_of(kb3, "What is the default lint level of the unused_unsafe lint?")
+    assert support.typed_gap >= TYPED_GAP_FULL
+    assert support.reason() == "no default given for 'unused_unsafe'"
 
 
 def test_what_size_or_colour_thing_asks_for_a_size_or_a_colour() -> None:
