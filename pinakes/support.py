@@ -1972,6 +1972,8 @@ def role_pattern(role: str) -> re.Pattern[str]:
     stem = _ROLE_END.sub("", role)
     stem = stem if len(stem) >= 3 else role
     maker = r"|\bby\s+(?:the\s+)?(?-i:[A-Z])" if re.search(r"(?:er|or|ist)$", role) else ""
+    if _MAKING.fullmatch(role):  # an author or an inventor, told by any word of making
+        maker += "|" + _MAKING.pattern
     return re.compile(r"\b(?:" + re.escape(role) + r"|" + re.escape(stem) + r")\w*" + maker, re.I)
 
 
@@ -2057,6 +2059,14 @@ def _named(sentence: str, asked: frozenset[str]) -> set[str]:
 _LIGHT_VERBS = frozenset("""get gets got gotten make makes made take takes took taken give gives gave
     given keep keeps kept let lets put puts bring brings brought go goes went come comes came
     help helps helped""".split())
+#: Words of making something new, as verbs and as the maker's noun. Who made a thing is told
+#: in any of them: "Who wrote ColBERT?" and "Who are the authors of ColBERT?" by "Omar Khattab
+#: and Matei Zaharia of Stanford introduced the model", "Who invented X?" by "Y designed X".
+_MAKING = re.compile(r"\b(?:invent(?:s|ed|ing|or|ors)?|creat(?:e|es|ed|ing|or|ors)|wr(?:ite|ites|ote|itten|"
+                     r"iting|iter|iters)|(?:co-?)?author(?:s|ed|ing)?|develop(?:s|ed|ing|er|ers)?|"
+                     r"design(?:s|ed|ing|er|ers)?|introduc(?:e|es|ed|ing)|propos(?:e|es|ed|ing)|"
+                     r"devis(?:e|es|ed|ing)|coin(?:ed|ing)|conceiv(?:e|es|ed|ing)|originat(?:e|es|ed|ing|or|ors)|"
+                     r"pioneer(?:s|ed|ing)?)\b", re.I)
 #: "introduced by Omar Khattab", "made by my aunt": a passive's agent names who did it.
 _BY_AGENT = re.compile(r"\bby\s+(?:[\w\-]+\s+){0,2}?(?:[A-Z]|(?:my|our|his|her|their)\b)")
 #: "Which Leica camera do I own?": the asker's own deed with a thing of the asked kind.
@@ -2084,10 +2094,13 @@ class Deed:
 
     term: str | None
     asker: bool = False
+    making: bool = False  # a deed of making something new (:data:`_MAKING`), told by any of them
 
     def told(self, sentence: str, patterns: dict[str, re.Pattern[str]]) -> bool:
         """Does ``sentence`` tell this deed: its verb in some form, or who did it?"""
         if self.term is not None and patterns[self.term].search(sentence):
+            return True
+        if self.making and _MAKING.search(sentence):
             return True
         if self.asker:
             return bool(_PLAIN_WORD.search(_LINK_OR_URL.sub(" ", sentence)))
@@ -2129,7 +2142,17 @@ def asked_deed(query: str, expected: Expected, terms: Sequence[str],
     if word in STOPWORDS:
         return Deed(None, asker) if asker else None
     term = next((t for t in terms if patterns[t].search(word)), None)
-    return Deed(term, asker) if term is not None or asker else None
+    return Deed(term, asker, making=not asker and bool(_MAKING.fullmatch(word))) if term is not None or asker else None
+
+
+def asked_making(query: str) -> str | None:
+    """The word of making (:data:`_MAKING`) that a "Who wrote X?" or "Who is the author of X?"
+    question asks with, lower case; None for any other question."""
+    m = re.match(r"\s*who\s+(?:first\s+|originally\s+|actually\s+)?([a-z][\w\-]*)", query, re.I)
+    if m and _MAKING.fullmatch(m.group(1)):
+        return m.group(1).lower()
+    role = asked_role(query)
+    return role if role is not None and _MAKING.fullmatch(role) else None
 
 
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
@@ -2853,9 +2876,16 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     slight = {t for t in terms if t in _SLIGHT}
     if _END_UP.search(query):
         slight.add("end")  # "What did they end up paying?": "end up" says "in the end"
+    # "Who wrote ColBERT?": a hit that says who made it in another word of making ("Omar
+    # Khattab ... introduced the model") holds what the question asks.
+    making = asked_making(query)
+    made = next((t for t in terms if patterns[t].search(making)), None) if making else None
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
-        held.append({t for t, p in patterns.items() if p.search(hay)} | slight)
+        got = {t for t, p in patterns.items() if p.search(hay)} | slight
+        if made is not None and made not in got and _MAKING.search(hay):
+            got.add(made)
+        held.append(got)
     if held:
         gaps = [max((idf[t] for t in asked if t not in got), default=0.0) / mass for got in held]
         gap = min(gaps)

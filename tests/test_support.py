@@ -358,7 +358,8 @@ def test_the_asked_relation_said_another_way_is_not_a_near_miss(
     """"Who created ..." against "invented by Attilio Calimani": the name answers, the verb differs."""
     question = "Who created the French press?"
     support, x = support_of(coffee_with_inventor, question)
-    assert support.unsupported == ["created"]  # no hit says "created" ...
+    # No hit says "created", but "invented" is a word of making: it tells who created it ...
+    assert support.unsupported == []
     assert support.expects == "name" and x[FEATURES.index("typed_missing")] == 0.0  # ... a name is there
     assert x[FEATURES.index("asked_gap")] == 0.0  # so the missing verb is no gap
     answered = coffee_with_inventor.search(question)
@@ -370,6 +371,30 @@ def test_the_asked_relation_said_another_way_is_not_a_near_miss(
 
 
 AUNT = "My aunt Greta gave me this French press in Lisbon.\n"
+
+
+def test_who_made_a_thing_is_told_by_any_word_of_making(make_kb: Any) -> None:
+    """"Who wrote Quillsearch?", "Who proposed ...", "Who are the authors of ...": a paper's
+    "Ana Ruiz and Ben Okafor introduced Quillsearch" tells who made it, in another word of
+    making and with no "by". A page that describes the ranker and names other people (its
+    users, its benchmark) tells no maker, and the question still abstains."""
+    about = ("# Quillsearch\n\nQuillsearch ranks passages by matching every query token against "
+             "every passage token. Teams at Northwind and Fabrikam run it in production.\n")
+    docs = {"rankers/quillsearch.md": about,
+            "rankers/bm25.md": "# BM25\n\nBM25 weighs a term by its frequency and its rarity.\n"}
+    plain = make_kb(docs, name="quill-plain")
+    plain.sync()
+    made = make_kb({**docs, "rankers/quillsearch.md": about + "\nAna Ruiz and Ben Okafor introduced "
+                    "Quillsearch at SIGIR 2021, with a compressed index.\n"}, name="quill-made")
+    made.sync()
+    for question in ("Who wrote Quillsearch?", "Who proposed Quillsearch?",
+                     "Who are the authors of Quillsearch?"):
+        support, x = support_of(made, question)
+        assert support.unsupported == [] and x[FEATURES.index("typed_missing")] == 0.0, question
+        assert not made.search(question).abstained, question
+        support, x = support_of(plain, question)
+        assert x[FEATURES.index("typed_missing")] > 0.5, question  # Northwind made nothing
+        assert plain.search(question).abstained, question
 
 
 def test_a_name_beside_the_subject_is_no_answer_to_who_did_it(make_kb: Any) -> None:
@@ -401,7 +426,8 @@ def test_a_name_beside_the_subject_is_no_answer_to_who_did_it(make_kb: Any) -> N
 
 
 @pytest.mark.parametrize(("question", "deed"), [
-    ("Who invented the French press?", Deed("invented")),
+    ("Who invented the French press?", Deed("invented", making=True)),
+    ("Who thanked Maya?", Deed("thanked")),  # a deed, not one of making
     ("Whom did Maya thank?", None),  # an auxiliary: the deed is further on
     ("Who is Noor's piano teacher?", None),
     ("Who lived longer, Ludwig Elsbett or Pamela Rymer?", None),  # a choice between names
