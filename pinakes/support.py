@@ -51,7 +51,8 @@ already holds, IDF from the search's own cache):
     "what size", "what MRR@10"), a date ("when was", "which release"), a name
     ("who", "what is the name of", "which X"), a place ("where", "in which
     city"), a colour or a day of the week (closed classes), a clock reading
-    ("what time") or a span ("my finish time"), or nothing
+    ("what time"), a span ("my finish time"), a password written out ("the wifi
+    password": "password: puffin-harbour7"), or nothing
     checkable ("why", "how do I", yes/no, two questions of different kinds in
     one; two of one kind are checked as that kind). The
     top hits are read sentence by sentence; the sentence that matches the
@@ -397,6 +398,9 @@ class Expected:
     #: "Which Redis version ...?": a version answers ("6.2", "v1.9.4", "version 7"), not a
     #: year or a date.
     version: bool = False
+    #: "What's the wifi password at the cottage?": a secret written out answers ("password:
+    #: puffin-harbour", "`Tregarrow2019`", "PIN 4711"), not "the password is on the fridge".
+    secret: bool = False
 
     @property
     def what(self) -> str | None:
@@ -415,6 +419,8 @@ class Expected:
             return "version"
         if self.address == "phone":
             return "phone number"
+        if self.secret:
+            return "password or code"
         if self.identifier:
             return "identifying number"
         if self.address:
@@ -1050,6 +1056,8 @@ def _by_head(expected: Expected, words: Sequence[str], main: str) -> Expected:
     if (head[-2:-1] and head[-2] in _ID_NOUNS and head[-1] in ("number", "no", "nr", "id")
             and expected.kind == QUANTITY):
         return replace(expected, identifier=True, address="phone" if head[-2] in _PHONE_NOUNS else "")
+    if head and head[-1] in _SECRETS:
+        return Expected(QUANTITY, identifier=True, secret=True)  # "the wifi password", "the alarm PIN"
     if head[-2:-1] and head[-2] in _CODED and head[-1] in ("code", "codes"):
         # "the colour codes of ...", "the door code": an identifier ("#2F5D3A", "4711"), which
         # a note without one ("a deep green") does not give.
@@ -1170,6 +1178,34 @@ _ID_NOUNS = frozenset("""phone mobile cell telephone fax flight account order tr
 #: What a code is of, when the answer is a code: "the colour codes", "the door code".
 _CODED = _ID_NOUNS | frozenset("""colour color hex door zip post postal area country dialling dialing
     access entry alarm lock safe wifi discount promo voucher gift error exit status sort swift""".split())
+#: The nouns of a secret a note writes out: "the wifi password", "the alarm PIN".
+_SECRETS = frozenset("password passwords passcode passcodes passphrase pin pins".split())
+#: A secret given after its label: "password: puffin-harbour", "wifi = BlueHeron7", "PIN
+#: 4711", "the password is Tregarrow!"; not where a note says where it is or how it is ("the
+#: password is on the fridge", "the wifi was slow"): after "is", only a word no dictionary
+#: has (a figure, a capital past the first letter, a sign) or one in quotes.
+_SECRET_GIVEN = re.compile(
+    r"\b(?:password|passcode|passphrase|pass|pw|pwd|pin|wi-?fi|network|ssid|key|code)\b(?:"
+    r"\s*(?::|=|-)\s*[\"'“‘]?(?!(?:on|in|at|the|a|an|my|our|your|its|below|above|same|see|ask)\b)"
+    r"([^\s\"'`”’]{3,})"
+    r"|\s+(?:is|was)\s+(?:[\"'“‘]([^\s\"'”’]{3,})|((?=\S*[\d!@#$%&*?])\S{3,}|(?-i:\S+[A-Z]\S*)))"
+    r"|\s+(\d{3,}))", re.IGNORECASE)
+#: A word of letters and figures, as passwords are made: "tregarrow2019", "Blue-Heron-7".
+_MIXED_WORD = re.compile(r"(?<![\w\-/:.])(?=[\w\-!@#$%&*]*\d)(?=[\w\-!@#$%&*]*[A-Za-z])[\w\-!@#$%&*]{6,}"
+                         r"(?![\w/:])")
+
+
+def _holds_secret(text: str, asked: frozenset[str]) -> bool:
+    """Does ``text`` write out a password, a passcode or a PIN: in code, after its label, or
+    as a word of letters and figures the question does not write?"""
+    if any(m.group(1).strip().lower() not in asked for m in _CODE.finditer(text)):
+        return True
+    if any(next(g for g in m.groups() if g).lower().rstrip(".,;!") not in asked for m in _SECRET_GIVEN.finditer(text)):
+        return True
+    return any(m.group(0).lower() not in asked and not _DATE.fullmatch(m.group(0))
+               for m in _MIXED_WORD.finditer(_LINK_TARGET.sub(" ", text)))
+
+
 #: The words a number is a measure or an amount in, when they follow it.
 _MEASURE_WORDS = frozenset(
     [u for key, forms in _UNITS.items() for u in (key, *forms)] + [*MONEY_UNITS, *DURATION_UNITS]
@@ -1344,6 +1380,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
     """
     if isinstance(expected, str):
         expected = Expected(expected)
+    if expected.secret:
+        return _holds_secret(text, asked)
     kind, units = expected.kind, expected.units
     if kind in (QUANTITY, DATE):
         # "KEEP_CHECKOUT=1", "x86_64": identifiers, not quantities; "`t = 200`" is a value.

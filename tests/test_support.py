@@ -2809,6 +2809,38 @@ def test_a_default_is_answered_only_where_the_notes_call_it_one(make_kb: Any) ->
     assert support.reason() == "no default given for 'unused_unsafe'"
 
 
+def test_a_password_is_answered_only_where_the_notes_write_one_out(make_kb: Any) -> None:
+    """"What's the wifi password at Tregarrow Cottage?" against "The wifi at Tregarrow Cottage
+    is terrible" and "the password is on the fridge": the notes name the cottage, its wifi
+    and even its password, and give none. A password after its label, in code or quotes, or
+    a word of letters and figures answers."""
+    question = "What's the wifi password at Tregarrow Cottage?"
+    expected = answer_type(question)
+    assert expected.secret and expected.what == "password or code"
+    asked = frozenset("what's the wifi password at tregarrow cottage".split())
+    for told in ("Wifi password: puffin-harbour", "The wifi is BlueHeron7 (capitals matter).",
+                 "The password is `sandcastle`.", "The password is tregarrow1988.", "Alarm PIN 4711."):
+        assert holds_typed(expected, told, asked), told
+    for untold in ("The wifi password is on the fridge.", "The wifi was slow all week.",
+                   "The password is long enough.", "We changed the wifi password in May 2024.",
+                   "Wifi: see the card by the kettle."):
+        assert not holds_typed(expected, untold, asked), untold
+    trip = ("# Cornwall trip\n\nWe stay at Tregarrow Cottage from 14 July, seven nights, key "
+            "from the lockbox by the door. The wifi at Tregarrow Cottage is terrible but who "
+            "needs it. The owners say the password is on the fridge.\n")
+    kb = make_kb({"trips/cornwall.md": trip}, name="cottage")
+    kb.sync()
+    support, x = support_of(kb, question)
+    assert x[FEATURES.index("typed_missing")] == 1.0
+    assert kb.search(question).abstained
+    told = make_kb({"trips/cornwall.md": trip.replace("The owners say the password is on the fridge.",
+                                                      "The Tregarrow Cottage wifi password: puffin-harbour7")},
+                   name="cottage-told")
+    told.sync()
+    support, x = support_of(told, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0 and not told.search(question).abstained
+
+
 def test_what_size_or_colour_thing_asks_for_a_size_or_a_colour() -> None:
     """"What colour splashback tiles did I go for?" asks for a colour, though its last noun is
     "tiles": "the hexagon tiles from Topps" names none; "sage green tiles" does."""
