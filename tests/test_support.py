@@ -2841,6 +2841,22 @@ def test_a_password_is_answered_only_where_the_notes_write_one_out(make_kb: Any)
     assert x[FEATURES.index("typed_missing")] == 0.0 and not told.search(question).abstained
 
 
+def test_a_fund_a_deposit_or_a_donation_is_an_amount_of_money() -> None:
+    """"How much did we put into Ilse and Dario's honeymoon fund?" asks for money, not for
+    any number: "They're going to Japan for two weeks in October" gives none; "we put 150
+    quid in" does ("quid" is pounds, as British notes write them)."""
+    for question in ("How much did we put into Ilse and Dario's honeymoon fund?",
+                     "How much is the deposit for the flat?", "How much did we donate to the school?",
+                     "How much did Ines lend her brother?"):
+        assert answer_type(question).money, question
+    question = "How much did we put into Ilse and Dario's honeymoon fund?"
+    terms = ["put", "ilse", "dario", "honeymoon", "fund"]
+    assert gap_in(question, terms, "Ilse and Dario set up a honeymoon fund instead of a gift "
+                                   "list. They're going to Japan for two weeks in October.") > 0.3
+    assert gap_in(question, terms, "Ilse and Dario set up a honeymoon fund instead of a gift "
+                                   "list. We put 150 quid in.") == 0.0
+
+
 def test_what_size_or_colour_thing_asks_for_a_size_or_a_colour() -> None:
     """"What colour splashback tiles did I go for?" asks for a colour, though its last noun is
     "tiles": "the hexagon tiles from Topps" names none; "sage green tiles" does."""
