@@ -1621,12 +1621,18 @@ def _sibling_section(hit: Any, headed: set[str], names: set[str], sent: str) -> 
 _PRERELEASE = re.compile(r"[-.]?(?:rc|beta|alpha|pre|dev|b|a)\d*(?![\w])", re.IGNORECASE)
 
 
+def _tagged(text: str, version: str, end: int) -> str:
+    """``version`` (lower case) with the pre-release tag written just after it, at ``end``:
+    "0.12.0-rc1" is another release than "0.12.0"."""
+    tag = _PRERELEASE.match(text, end)
+    return version.lower() + (tag.group(0).lower() if tag else "")
+
+
 def _versions(text: str, after: frozenset[str] = frozenset()) -> list[str]:
     """The versions ``text`` writes ("2.3.1", "v1.9"), lower case, without a leading "v";
     none written just after one of the words ``after`` ("Go" in "needs Go 1.23"). A
     pre-release keeps its tag ("0.12.0-rc1"): it is another release than 0.12.0."""
-    return [m.group(0).lower().lstrip("v") + (tag.group(0).lower() if (tag := _PRERELEASE.match(text, m.end())) else "")
-            for m in _VERSION.finditer(text)
+    return [_tagged(text, m.group(0).lower().lstrip("v"), m.end()) for m in _VERSION.finditer(text)
             if not m.group(0).lower().startswith("version") and _word_before(text, m.start()) not in after]
 
 
@@ -1786,8 +1792,8 @@ def _releases(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for m in _RELEASE.finditer(text):
         if m.group(1).lower() not in STOPWORDS:
-            tag = _PRERELEASE.match(text, m.end())  # "Pellicle v0.12.0-rc1" is no 0.12.0
-            out.setdefault(m.group(1).lower(), []).append(m.group(2).lower() + (tag.group(0).lower() if tag else ""))
+            # "Pellicle v0.12.0-rc1" is no 0.12.0
+            out.setdefault(m.group(1).lower(), []).append(_tagged(text, m.group(2), m.end()))
     return out
 
 
@@ -2188,13 +2194,13 @@ def asked_deed(query: str, expected: Expected, terms: Sequence[str],
     return Deed(term, asker, making=not asker and bool(_MAKING.fullmatch(word))) if term is not None or asker else None
 
 
-def asked_making(query: str) -> str | None:
+def asked_making(query: str, role: str | None) -> str | None:
     """The word of making (:data:`_MAKING`) that a "Who wrote X?" or "Who is the author of X?"
-    question asks with, lower case; None for any other question."""
+    question asks with, lower case; None for any other question. ``role``: the question's
+    :func:`asked_role`."""
     m = re.match(r"\s*who\s+(?:first\s+|originally\s+|actually\s+)?([a-z][\w\-]*)", query, re.I)
     if m and _MAKING.fullmatch(m.group(1)):
         return m.group(1).lower()
-    role = asked_role(query)
     return role if role is not None and _MAKING.fullmatch(role) else None
 
 
@@ -2921,7 +2927,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
         slight.add("end")  # "What did they end up paying?": "end up" says "in the end"
     # "Who wrote ColBERT?": a hit that says who made it in another word of making ("Omar
     # Khattab ... introduced the model") holds what the question asks.
-    making = asked_making(query)
+    role = asked_role(query)
+    making = asked_making(query, role)
     made = next((t for t in terms if patterns[t].search(making)), None) if making else None
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
@@ -2986,8 +2993,8 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     main_ask = first_ask(query)
     missing = [t for t in unsupported if t in named and patterns[t].search(main_ask)
                ] if kind is not None else []
+    read = {h.path for h in top}  # the notes the reader read
     if missing:
-        read = {h.path for h in top}
 
         def mention(texts: Sequence[str]) -> bool:
             return any(patterns[t].search(text) for text in texts for t in missing)
@@ -3034,21 +3041,18 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "Who was the first chairman of the Calvessan State Railway?" against the railway's
     # "The first line, between Halvick and Dunmere ..., opened in 1891": a name answers for a
     # role only where a read note writes the role, or its verb ("chaired by", "directed by").
-    role = asked_role(query) if kind == NAME and tie is None else None
-    if role is not None:
+    if role is not None and kind == NAME and tie is None:
         told = role_pattern(role)
-        paths = {h.path for h in top}
-        if not notes_say(told, [h for h in hits if h.path in paths], props) and not (
-                later is not None and any(told.search(fold(t)) for t in later(paths))):
+        if not notes_say(told, [h for h in hits if h.path in read], props) and not (
+                later is not None and any(told.search(fold(t)) for t in later(read))):
             typed, answer_at = untold_share(role), None
     # "What is the default value of scanner.workers?" against a user's "set `scanner.workers =
     # 2`" and "`scanner.poll_interval` defaults to `15m`": a value answers for a default only
     # where a read note says it is the default, of the setting asked about.
     untold = ""
     if _ASKS_DEFAULT.search(query):
-        paths = {h.path for h in top}
         others = [patterns[t] for t in asked if t not in named and t not in ("default", "value", kind_noun)]
-        texts = [(f"{h.title}\n{' > '.join(h.heading_path)}", h.text) for h in hits if h.path in paths]
+        texts = [(f"{h.title}\n{' > '.join(h.heading_path)}", h.text) for h in hits if h.path in read]
         if not default_told(query, texts, others):
             # The whole ask is untold, however common "default" is in the KB: docs say it on
             # every page, so its IDF is low, but none says it of this setting.
