@@ -1753,6 +1753,10 @@ _TIED_BEFORE = re.compile(r"(?:[,(:\u2014\u2013]|\b(?:is|was|as))\s*$")
 _TIED_AFTER = re.compile(r"\s*(?:[,(:\u2014\u2013]|\b(?:called|named|like|such\s+as|namely|e\.g\.|i\.e\.))")
 
 
+#: "the name of the garage that ...", "the name of my dentist": the thing whose name is asked.
+_NAME_OF_THING = re.compile(r"\bname\s+of\s+(?:the|my|our|his|her|their|your|this|that)\s+([a-z][\w\-]*)")
+
+
 def _unnamed_instance(sent: str, noun: str) -> bool:
     """Does ``sent`` speak of the asked thing only as *a* thing, with no name tied to it?
 
@@ -2239,6 +2243,8 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     # "Client: Museum Kanaalhuis", typed "client") answers with its own name.
     owner = re.match(r"\s*(?:which|what)\s+([a-z][\w\-]*)['’]s\b", query.lower())  # "which client's"
     noun = owner.group(1) if owner else wh_noun(query)
+    if noun == "name" and (of := _NAME_OF_THING.search(query.lower())):
+        noun = of.group(1)  # "What was the name of the hotel ...?": a hotel's
     instance = _singular(noun) if noun and re.match(r"\s*(?:which|what)\b", query.lower()) else None
     scored: list[tuple[float, int, int]] = []  # (share, hit, sentence)
     matched: dict[tuple[int, int], set[str]] = {}  # the terms each sentence holds

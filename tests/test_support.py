@@ -2172,6 +2172,28 @@ def test_which_thing_is_not_answered_where_the_thing_is_only_wanted(make_kb: Any
     assert holds_typed(NAME, "the contact nurse, Eva, changes them on Mondays", frozenset())
 
 
+GARAGE_NOTES = {
+    "chat/2024-09-14.md": """
+        # Trip to the lodge
+
+        [13:30] Tobias: the car broke down outside Meppel, it is being towed to a garage in
+        Zwolle now.
+        [13:42] Sanne: oh no! we'll wait for you at the lodge with dinner.
+        [18:05] Tobias: made it by taxi, the insurance pays for that at least.
+        """,
+}
+
+
+def test_the_name_of_a_thing_is_not_answered_where_the_thing_is_only_placed(make_kb: Any) -> None:
+    """"What is the name of the garage that fixed Tobias's car?" asks for a garage's name, as
+    "Which garage ...?" does: "towed to a garage in Zwolle" says there is one, and Zwolle is
+    where it is. Once a line names it, the name answers."""
+    assert_told_only_with(make_kb, GARAGE_NOTES, "What is the name of the garage that fixed Tobias's car?",
+                          "the insurance pays for that at least.",
+                          "the insurance pays for that at least.\n        [18:07] Tobias: Autohaus Brink "
+                          "fixed the car by Monday.", NAME, "Autohaus Brink")
+
+
 def test_a_thing_described_in_one_note_is_answered_in_another_that_names_it() -> None:
     """"Who teaches the child who played a Petzold minuet?": the recital's note names the
     child (Noor), the note on her lessons names her teacher. The two answer together when
