@@ -2122,6 +2122,38 @@ _MAKING = re.compile(r"\b(?:invent(?:s|ed|ing|or|ors)?|creat(?:e|es|ed|ing|or|or
                      r"pioneer(?:s|ed|ing)?)\b", re.I)
 #: "introduced by Omar Khattab", "made by my aunt": a passive's agent names who did it.
 _BY_AGENT = re.compile(r"\bby\s+(?:[\w\-]+\s+){0,2}?(?:[A-Z]|(?:my|our|his|her|their)\b)")
+#: A maker named by a noun: "the inventor", "its authors", "the lead developer".
+_MAKER_NOUN = re.compile(r"(?:or|ors|er|ers|author|authors)$", re.I)
+
+
+def _made_by_someone(sentence: str) -> bool:
+    """Does ``sentence`` say who made something: a word of making (:data:`_MAKING`) with its
+    maker, a name or a person before the verb ("Omar Khattab and Matei Zaharia of Stanford
+    introduced the model") or after "by", or a maker's noun ("the inventor, Alan Adler")?
+    "The same paper introduced the LoTTE benchmark" tells that something was made, not who
+    made it: a paper is no maker a "who" asks for."""
+    for m in _MAKING.finditer(sentence):
+        if _MAKER_NOUN.search(m.group(0)) or _BY_AGENT.search(sentence, m.end()):
+            return True
+        clause = re.split(r"[;:.!?]\s", sentence[:m.start()])[-1]
+        if any(w[:1].isupper() or w.lower() in ("he", "she", "they", "we", "i") or w.lower() in _RELATIONS
+               for w in _agent_words(clause)):
+            return True
+    return False
+
+
+_OPENING_DETERMINERS = frozenset("the a an this that these those it its our my your their his her".split())
+
+
+def _agent_words(clause: str) -> list[str]:
+    """The words of ``clause`` that may name its subject: all but an opening article or
+    determiner ("The same paper"), which a capital does not make a name."""
+    words = re.findall(r"[^\W\d_][\w\-']*", clause)
+    if words and words[0].lower() in _OPENING_DETERMINERS:
+        words = words[1:]
+    return words
+
+
 #: "Which Leica camera do I own?": the asker's own deed with a thing of the asked kind.
 _ASKER_DEED = re.compile(r"\s*(?:which|what)\b[^?]*?\b(?:do|did|does)\s+(?:i|we)\s+"
                          r"(?:(?:still|usually|mostly|currently|actually|really)\s+)?([a-z][\w\-']*)")
@@ -2153,7 +2185,7 @@ class Deed:
         """Does ``sentence`` tell this deed: its verb in some form, or who did it?"""
         if self.term is not None and patterns[self.term].search(sentence):
             return True
-        if self.making and _MAKING.search(sentence):
+        if self.making and _made_by_someone(sentence):
             return True
         if self.asker:
             return bool(_PLAIN_WORD.search(_LINK_OR_URL.sub(" ", sentence)))
@@ -2260,6 +2292,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         return share
 
     best_own, own_terms = 0.0, set()
+    # "Who wrote X?": a sentence that says who made X in another word of making holds the
+    # asked verb, as a hit does in :func:`assess`.
+    making = asked_making(query, asked_role(query))
+    made = next((t for t in terms if patterns[t].search(making)), None) if making else None
     versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     released: set[int] = set()  # the hits under a dated heading of the asked release
     for h in hits:
@@ -2289,6 +2325,10 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
         labels = {who: {t for t in terms if patterns[t].search(who)} for who, _ in filter(None, turn)}
         for i, sent in enumerate(sents):
             got = {t for t in terms if patterns[t].search(sent)} | in_context
+            if made is not None and got and made not in got and _made_by_someone(sent):
+                # "Who wrote ColBERT?": "Omar Khattab ... introduced the model", under ColBERT's
+                # title; not a sentence of nothing else asked ("a poem her grandmother wrote").
+                got.add(made)
             if turn[i] is not None:
                 got |= labels[turn[i][0]]
             share = score(i, got)
@@ -2873,6 +2913,34 @@ def release_sections(conn: Any, query: str, top: Sequence[Any], trigram: bool = 
     return out
 
 
+#: At most this many chunks of a note's opening section are read with the top hits.
+LEAD_CHUNKS = 3
+
+
+def lead_section(conn: Any, top: Sequence[Any], about: Sequence[str]) -> list[Any]:
+    """The opening section of the top hit's note, when the question is about that note's
+    subject and the read hits leave it out: "Who wrote ColBERT?" is told in ColBERT's
+    opening ("Omar Khattab and Matei Zaharia of Stanford introduced the model"), while the
+    sections on its retrieval modes and on ColBERTv2 rank first. A page opens with who made
+    its subject, and when and where; one indexed look-up of at most :data:`LEAD_CHUNKS` rows."""
+    if not top or not about:
+        return []
+    first = top[0]
+    title = fold(first.title).lower()
+    if not any(fold(a).lower() == title for a in about):
+        return []
+    rows = conn.execute(
+        "SELECT c.heading_path, c.text FROM chunks c JOIN documents d ON d.doc = c.doc "
+        "WHERE d.path = ? ORDER BY c.ordinal LIMIT ?", (first.path, LEAD_CHUNKS)).fetchall()
+    if not rows:
+        return []
+    seen = {(h.path, h.text) for h in top}
+    lead = rows[0][0]
+    return [SimpleNamespace(path=first.path, title=first.title, heading_path=[str(x) for x in json.loads(heading)],
+                            text=fold(text))
+            for heading, text in rows if heading == lead and (first.path, fold(text)) not in seen]
+
+
 def read_hits(hits: Sequence[Any], window: int, asked: Sequence[str],
               patterns: dict[str, re.Pattern[str]]) -> list[Any]:
     """The hits the reader reads: the first ``window``, and the first later section (within
@@ -2918,6 +2986,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     patterns = {t: term_pattern(t) for t in terms}
     top = read_hits(hits, support_window(query), [t for t in terms if t not in about_toks], patterns)
     top += release_sections(conn, query, top, trigram)
+    top += lead_section(conn, top, about)
     front: dict[str, dict[str, Any]] = {}
 
     def props(h: Any) -> dict[str, Any]:
@@ -2939,7 +3008,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
         got = {t for t, p in patterns.items() if p.search(hay)} | slight
-        if made is not None and made not in got and _MAKING.search(hay):
+        if made is not None and made not in got and _made_by_someone(hay):
             got.add(made)
         held.append(got)
     if held:

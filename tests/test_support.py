@@ -36,6 +36,7 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
+    _made_by_someone,
     _named_kinds,
     _other_release,
     _releases,
@@ -48,6 +49,7 @@ from pinakes.support import (
     holds_typed,
     kind_word,
     known_names,
+    lead_section,
     measured,
     outline,
     property_lines,
@@ -395,6 +397,73 @@ def test_who_made_a_thing_is_told_by_any_word_of_making(make_kb: Any) -> None:
         support, x = support_of(plain, question)
         assert x[FEATURES.index("typed_missing")] > 0.5, question  # Northwind made nothing
         assert plain.search(question).abstained, question
+
+
+def test_a_word_of_making_tells_who_made_it_only_with_its_maker() -> None:
+    """"The same paper introduced the LoTTE benchmark" says that something was made, not who
+    made it: a word of making answers "Who wrote ...?" with a maker before its verb (a name,
+    a person, a relation), after "by", or as a maker's noun."""
+    assert not _made_by_someone("The same paper introduced the LoTTE benchmark of long questions.")
+    assert not _made_by_someone("It was designed in Italy for camping.")
+    assert _made_by_someone("Ana Ruiz and Ben Okafor of Lund introduced the model in 2021.")
+    assert _made_by_someone("The press was invented by Attilio Calimani in 1929.")
+    assert _made_by_someone("She wrote it in the winter of 1990.")
+    assert _made_by_someone("My aunt designed the label herself.")
+    assert _made_by_someone("The inventor, Alan Adler, sold it in 2005.")
+
+
+QUILL_SECTIONS = """# Quillsearch
+
+## Origin
+
+Quillsearch matches every query token against every passage token. Ana Ruiz and Ben Okafor
+introduced it at SIGIR 2021.
+
+## Compression
+
+Quillsearch stores each token vector as a centroid and a residual. The same paper introduced
+the Harbour benchmark of long-tail questions.
+
+## Serving
+
+Quillsearch serves queries from a memory-mapped index on one machine. It writes a log of
+every query it serves.
+
+## Indexing
+
+Quillsearch writes its index in shards; each shard is written once and never rewritten.
+
+## Updates
+
+A new passage is written to a small side index, which Quillsearch writes into the main one
+at night.
+"""
+
+
+def test_the_opening_section_of_the_note_asked_about_is_read(make_kb: Any) -> None:
+    """"Who wrote Quillsearch?" when the top hits are Quillsearch's later sections: its opening
+    says who made it, and is read with them; a question about another subject does not read it."""
+    kb = make_kb({"rankers/quillsearch.md": QUILL_SECTIONS,
+                  "rankers/bm25.md": "# BM25\n\nBM25 weighs a term by its frequency and its rarity.\n"},
+                 name="quill-sections")
+    kb.sync()
+    conn = kb.reader().conn
+    later = [SimpleNamespace(path="rankers/quillsearch.md", title="Quillsearch",
+                             heading_path=["Quillsearch", heading], text=text)
+             for heading, text in (("Compression", "The same paper introduced the Harbour benchmark."),
+                                   ("Serving", "Quillsearch serves queries."))]
+    lead = lead_section(conn, later, ["Quillsearch"])
+    assert [h.heading_path for h in lead] == [["Quillsearch", "Origin"]]
+    assert "Ana Ruiz and Ben Okafor" in lead[0].text
+    assert lead_section(conn, later, ["BM25"]) == []  # the question is about another subject
+    assert lead_section(conn, [*lead, *later], ["Quillsearch"]) == []  # read already
+    # The sections that say "writes" rank first, the opening that says who made it below
+    # them; the reader takes the authors' sentence, not the paper's other making.
+    question = "Who wrote Quillsearch?"
+    assert "Origin" not in [h.heading_path[-1] for h in kb.search(question).hits[:3]]
+    support, x = support_of(kb, question)
+    assert x[FEATURES.index("typed_missing")] == 0.0
+    assert support.answer_at is not None and "Ana Ruiz" in support.answer_at
 
 
 def test_a_name_beside_the_subject_is_no_answer_to_who_did_it(make_kb: Any) -> None:
