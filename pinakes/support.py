@@ -1426,6 +1426,8 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             return True
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
+            if text[max(0, m.start() - 1):m.start()] == "<" and not tok.strip("3") and not _unit_after(text, m.end()):
+                continue  # "happy birthday Tobias!! <3": a chat's heart, no three ("<3 ms" is a bound)
             if tok in asked or tok.rstrip("%") in asked or tok == "+1" or text[max(0, m.start() - 1):m.start()] == "#":
                 # "+1 but please keep the armv7 image": a chat's "me too" counts nothing; nor
                 # does an issue's or a ticket's number ("about #561").

@@ -2800,6 +2800,12 @@ def test_chat_idioms_and_frequency_adverbs_are_no_measure() -> None:
     assert not holds_typed(sizes, "+1 but please keep the old image on the registry", frozenset())
     assert not holds_typed(sizes, "about #561, the share link bug", frozenset())
     assert holds_typed(sizes, "the image is 412 MB now", frozenset())
+    # "<3" is a heart: "How old did Tobias turn?" is not answered by a birthday wish.
+    age = answer_type("How old did Tobias turn in April?")
+    assert not holds_typed(age, "[07:58] Sanne: happy birthday Tobias!! <3", frozenset())
+    assert not holds_typed(age, "love you all <333", frozenset())
+    assert holds_typed(age, "[08:31] Tobias: 31 is not old <3", frozenset())
+    assert holds_typed(answer_type("How long does a search take?"), "p99 stays <3 ms", frozenset())
 
 
 def test_how_long_something_lasts_asks_for_a_duration() -> None:
