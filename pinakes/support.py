@@ -2242,6 +2242,15 @@ def asked_making(query: str, role: str | None) -> str | None:
     return role if role is not None and _MAKING.fullmatch(role) else None
 
 
+def made_term(query: str, terms: Sequence[str], patterns: dict[str, re.Pattern[str]],
+              role: str | None) -> str | None:
+    """The query term that asks who made a thing ("wrote" in "Who wrote ColBERT?", "authors"
+    in "Who are the authors of ...?"), which any word of making with its maker tells; None
+    for any other question. ``role``: the question's :func:`asked_role`."""
+    making = asked_making(query, role)
+    return next((t for t in terms if patterns[t].search(making)), None) if making else None
+
+
 def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[str, float],
               patterns: dict[str, re.Pattern[str]], dated: Callable[[Any], bool] | None = None,
               speakers: frozenset[str] = frozenset(),
@@ -2296,8 +2305,7 @@ def typed_gap(query: str, hits: Sequence[Any], terms: Sequence[str], idf: dict[s
     best_own, own_terms = 0.0, set()
     # "Who wrote X?": a sentence that says who made X in another word of making holds the
     # asked verb, as a hit does in :func:`assess`.
-    making = asked_making(query, asked_role(query))
-    made = next((t for t in terms if patterns[t].search(making)), None) if making else None
+    made = made_term(query, terms, patterns, asked_role(query))
     versions = _versions(query)  # "the bug that 2.3.1 fixed": a bare version, no name before it
     released: set[int] = set()  # the hits under a dated heading of the asked release
     for h in hits:
@@ -3005,8 +3013,7 @@ def assess(kb: KB, query: str, hits: Sequence[Any], *, conn: Any, generation: in
     # "Who wrote ColBERT?": a hit that says who made it in another word of making ("Omar
     # Khattab ... introduced the model") holds what the question asks.
     role = asked_role(query)
-    making = asked_making(query, role)
-    made = next((t for t in terms if patterns[t].search(making)), None) if making else None
+    made = made_term(query, terms, patterns, role)
     for h in top:
         hay = spelled_days(f"{h.title}\n{' > '.join(h.heading_path)}\n{h.text}\n" + "\n".join(property_lines(props(h))))
         got = {t for t, p in patterns.items() if p.search(hay)} | slight
