@@ -1426,9 +1426,10 @@ def holds_typed(expected: Expected | str, text: str, asked: frozenset[str]) -> b
             return True
         for m in _NUMBER.finditer(text):
             tok = m.group(0).strip().lower()
-            if text[max(0, m.start() - 1):m.start()] == "<" and not tok.strip("3") and not _unit_after(text, m.end()):
+            sign = text[max(0, m.start() - 1):m.start()]  # the character before the figure
+            if sign == "<" and not tok.strip("3") and not _unit_after(text, m.end()):
                 continue  # "happy birthday Tobias!! <3": a chat's heart, no three ("<3 ms" is a bound)
-            if tok in asked or tok.rstrip("%") in asked or tok == "+1" or text[max(0, m.start() - 1):m.start()] == "#":
+            if tok in asked or tok.rstrip("%") in asked or tok == "+1" or sign == "#":
                 # "+1 but please keep the armv7 image": a chat's "me too" counts nothing; nor
                 # does an issue's or a ticket's number ("about #561").
                 continue
@@ -2126,6 +2127,8 @@ _MAKING = re.compile(r"\b(?:invent(?:s|ed|ing|or|ors)?|creat(?:e|es|ed|ing|or|or
 _BY_AGENT = re.compile(r"\bby\s+(?:[\w\-]+\s+){0,2}?(?:[A-Z]|(?:my|our|his|her|their)\b)")
 #: A maker named by a noun: "the inventor", "its authors", "the lead developer".
 _MAKER_NOUN = re.compile(r"(?:or|ors|er|ers|author|authors)$", re.I)
+#: Words for a person that do a deed before its verb: "She wrote it", "my aunt designed it".
+_PERSON_WORDS = frozenset("he she they we i".split()) | _RELATIONS
 
 
 def _made_by_someone(sentence: str) -> bool:
@@ -2138,8 +2141,7 @@ def _made_by_someone(sentence: str) -> bool:
         if _MAKER_NOUN.search(m.group(0)) or _BY_AGENT.search(sentence, m.end()):
             return True
         clause = re.split(r"[;:.!?]\s", sentence[:m.start()])[-1]
-        if any(w[:1].isupper() or w.lower() in ("he", "she", "they", "we", "i") or w.lower() in _RELATIONS
-               for w in _agent_words(clause)):
+        if any(w[:1].isupper() or w.lower() in _PERSON_WORDS for w in _agent_words(clause)):
             return True
     return False
 
@@ -2944,11 +2946,12 @@ def lead_section(conn: Any, top: Sequence[Any], about: Sequence[str]) -> list[An
         "WHERE d.path = ? ORDER BY c.ordinal LIMIT ?", (first.path, LEAD_CHUNKS)).fetchall()
     if not rows:
         return []
-    seen = {(h.path, h.text) for h in top}
+    seen = {h.text for h in top if h.path == first.path}
     lead = rows[0][0]
-    return [SimpleNamespace(path=first.path, title=first.title, heading_path=[str(x) for x in json.loads(heading)],
-                            text=fold(text))
-            for heading, text in rows if heading == lead and (first.path, fold(text)) not in seen]
+    heading_path = [str(x) for x in json.loads(lead)]
+    opening = [fold(text) for heading, text in rows if heading == lead]
+    return [SimpleNamespace(path=first.path, title=first.title, heading_path=heading_path, text=text)
+            for text in opening if text not in seen]
 
 
 def read_hits(hits: Sequence[Any], window: int, asked: Sequence[str],
