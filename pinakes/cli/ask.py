@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from . import cli
+from .group import cli
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

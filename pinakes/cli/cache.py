@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from . import cli
-from .core import echo_json, json_option
+from .common import echo_json, json_option
+from .group import cli
 
 
 def _size(value: str | None) -> int | None:

@@ -2,43 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..kb import KB
-from . import cli
-
-
-def kb_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--kb PATH``: which knowledge base (default: the one enclosing the current folder)."""
-    return click.option(
-        "--kb",
-        "kb_path",
-        envvar="PINAKES_KB",
-        metavar="PATH",
-        help="Knowledge base: a folder or a fleet name (default: walk up from here to pinakes.toml).",
-    )(f)
-
-
-def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("json_", "--json", is_flag=True, help="Print JSON for scripts.")(f)
-
-
-def open_kb(kb_path: str | None) -> KB:
-    """Open the KB named by ``--kb`` (a path or fleet name) or found from the current folder."""
-    from ..fleet import resolve_kb
-
-    return resolve_kb(kb_path)
-
-
-def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+from .common import (  # noqa: F401  (kb_option, json_option, open_kb, echo_json: imported from here by older plugins)
+    Progress,
+    channel_line,
+    echo_json,
+    echo_sync_report,
+    json_option,
+    kb_option,
+    open_kb,
+)
+from .group import cli
 
 
 @cli.command()
@@ -59,35 +40,6 @@ def init(directory: Path, name: str | None, template: str | None = None) -> None
                "is derived and git-ignored. `pnk ask` records what it spends in .pinakes-ledger/: "
                "commit that too.")
     click.echo("Next: `pnk sync` to index it, then `pnk search \"...\"`.")
-
-
-class _Progress:
-    """A progress bar on stderr, shown only on a terminal and only for long phases."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.bar: Any = None
-        self.phase = ""
-        self.shown = 0
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled or total < 50:
-            return
-        if phase != self.phase:
-            self.close()
-            label = {"scan": "Scanning ", "embed": "Embedding",
-                     "channel": "Checking the graph channel"}.get(phase, phase)
-            self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
-            self.bar.__enter__()
-            self.phase = phase
-            self.shown = 0
-        self.bar.update(done - self.shown)
-        self.shown = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 @cli.command()
@@ -122,7 +74,7 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
         if rebuild:
             raise click.UsageError("--rebuild and --watch: rebuild first, then watch")
         return sync_watch(kb, quiet, json_)
-    progress = _Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
+    progress = Progress(enabled=sys.stderr.isatty() and not json_ and not quiet)
     try:
         report = kb.sync(rebuild=rebuild, progress=progress, lock_wait=wait)
     finally:
@@ -131,46 +83,6 @@ def sync(kb_path: str | None, rebuild: bool, wait: float, quiet: bool, watch: bo
         echo_json(report.to_dict())
         return
     echo_sync_report(report, f"{kb.name}: {report.summary()}", quiet)
-
-
-def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
-    """A sync's new sidecars and renames (unless ``quiet``), its problems, then its summary.
-
-    Shared by ``pnk sync`` and every sync of ``pnk sync --watch``.
-    """
-    if not quiet:
-        for rel in report.sidecars_created[:20]:
-            click.echo(f"  new sidecar {rel}")
-        if len(report.sidecars_created) > 20:
-            click.echo(f"  ... and {len(report.sidecars_created) - 20} more new sidecars")
-        for old, new in report.renamed[:20]:
-            click.echo(f"  renamed {old} -> {new}")
-        for sc, changes in report.relinked[:20]:
-            click.echo(f"  updated links in {sc}: " + ", ".join(f"{a} -> {b}" for a, b in changes))
-        for sc, old, new in report.move_records[:20]:
-            click.echo(f"  recorded the move {old} -> {new} in {sc} (links that still name "
-                       "the old path resolve through it; `pnk doctor` lists them)")
-    for problem in report.problems:
-        click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
-    click.echo(summary_line)
-    check = getattr(report, "channel", None)
-    if check and check.get("checked"):  # graph_channel = "auto": the golden set was measured again
-        click.echo(f"  graph channel {check['reason']}  (checked in {check['seconds']:.1f}s; "
-                   f"{check['why']})")
-    if report.git_stage:
-        click.echo(git_stage_line(report.git_stage, report.git_root))
-
-
-def git_stage_line(paths: list[str], root: Any = None) -> str:
-    """One line with the command that stages the sidecars sync moved (sync never touches git)."""
-    import shlex
-    from pathlib import Path
-
-    here = Path.cwd().resolve()
-    prefix = "git add -A" if root is None or Path(root) == here else f"git -C {shlex.quote(str(root))} add -A"
-    n = len(paths) // 2
-    return (f"  git: sync moved {n} sidecar{'s' if n != 1 else ''} after {'its' if n == 1 else 'their'} "
-            f"note{'s' if n != 1 else ''}; stage the move with: {prefix} " + " ".join(map(shlex.quote, paths)))
 
 
 def _human_bytes(n: int) -> str:
@@ -235,7 +147,7 @@ def status(kb_path: str | None, json_: bool) -> None:
         ("problems", f"{info['problems']} (see `pnk sync` or `pnk doctor`)" if info["problems"] else 0),
     ]
     if info.get("channel"):
-        rows.append(("channel", _channel_line(info["channel"])))
+        rows.append(("channel", channel_line(info["channel"])))
     if info.get("calibration"):
         cal = info["calibration"]
         rows.append(("confidence", in_force_line(cal) + (f"\n{'':13}warning: {cal['problem']}" if cal["problem"] else "")))
@@ -244,22 +156,6 @@ def status(kb_path: str | None, json_: bool) -> None:
         rows.append(("edges", ", ".join(f"{k} {v}" for k, v in sorted(info["edges_by_kind"].items()))))
     for label, value in rows:
         click.echo(f"  {label:<10} {value}")
-
-
-def _channel_line(state: dict[str, Any]) -> str:
-    """``pnk status``'s channel row: the reason, then how current this KB's verdict is."""
-    line = state["reason"]
-    check = state.get("check")
-    if not check:
-        return line
-    when = f"checked by {check['by']} at generation {check['generation']}, {check['checked_at']}"
-    moved = check.get("documents_changed_since")
-    if check.get("out_of_date"):
-        when += f"; out of date ({check['out_of_date']}): the next `pnk sync` checks again"
-    elif moved:
-        when += (f"; {moved} document{'s' if moved != 1 else ''} changed since "
-                 f"(`pnk sync` checks again at a tenth of the KB)")
-    return f"{line}\n{'':<13}{when}"
 
 
 def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> str:

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from . import cli
-from .core import _channel_line, echo_json, json_option, kb_option, open_kb
+from .common import channel_line, echo_json, json_option, kb_option, open_kb
+from .group import cli
 
 SHOW = 20  # findings shown per section in human output (--json has them all)
 
@@ -51,7 +51,7 @@ def doctor(kb_path: str | None, json_: bool) -> None:
             if f.get("hint"):
                 click.echo(click.style(f"  hint: {f['hint']}", fg="yellow"))
     if r.get("channel"):
-        click.echo(f"  channel    {_channel_line(r['channel'])}")
+        click.echo(f"  channel    {channel_line(r['channel'])}")
     from ..evaluation.calibration import in_force_line
 
     cal = r.get("calibration") or {}

@@ -13,8 +13,8 @@ from ..config import find_kb_root
 from ..errors import GoldenSetError, KBNotFound
 from ..fsutil import atomic_write
 from ..kb import KB
-from . import cli
-from .core import _Progress, echo_json, json_option, kb_option, open_kb
+from .common import Progress, echo_json, json_option, kb_option, open_kb
+from .group import cli
 
 
 @cli.command(name="eval")
@@ -115,7 +115,7 @@ def eval_cmd(golden_path: Path | None, dataset_path: Path | None, kb_path: str |
         ds = load_dataset(dataset_path)
         if interactive:
             click.echo(f"Preparing {ds.name} ({len(ds.passages)} passages)...", err=True)
-        progress = _Progress(enabled=interactive)
+        progress = Progress(enabled=interactive)
         try:
             md = materialise(ds, cache_dir, progress=progress, graph=graph)
         finally:

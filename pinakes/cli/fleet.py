@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from . import cli
-from .core import echo_json, json_option
+from .common import echo_json, json_option
+from .group import cli
 
 
 @cli.group(invoke_without_command=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import cli
+from .group import cli
 
 #: Short names for pages whose file name is long; every other page answers to its stem.
 ALIASES = {"config": "configuration", "plugins": "plugins/index", "hooks": "plugins/plugin-hooks"}

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from . import cli
-from .core import echo_json, json_option, kb_option, open_kb
+from .common import echo_json, json_option, kb_option, open_kb
+from .group import cli
 
 
 def _arrow(direction: str, rel: str) -> str:

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from . import cli
+from .group import cli
 
 DEFAULT_PORT = 8765
 

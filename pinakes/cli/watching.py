@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .common import echo_sync_report
+
 if TYPE_CHECKING:
     from ..kb import KB
     from ..sync import SyncReport
@@ -29,8 +31,6 @@ def sync_watch(kb: KB, quiet: bool, json_: bool) -> None:
         if report is None:
             click.echo(f"{stamp()} {kb.name}: sync failed: {error}", err=True)
             return
-        from .core import echo_sync_report
-
         echo_sync_report(report, f"{stamp()} {kb.name}: {report.summary()}", quiet)
 
     _sigterm_interrupts()

@@ -11,7 +11,7 @@ import click
 
 def add_commands(cli: click.Group) -> None:
     """Register ``ask`` on the top-level ``pnk`` group (called by ``register_commands``)."""
-    from pinakes.cli.core import echo_json, json_option, kb_option
+    from pinakes.cli.common import echo_json, json_option, kb_option
 
     @cli.command()
     @click.argument("question", required=False)
@@ -50,7 +50,7 @@ def add_commands(cli: click.Group) -> None:
         leaves a transcript, both in .pinakes-ledger/ (commit it; deleting .pinakes/
         does not touch it). `pnk ask --spent` sums the ledger. See docs/deep.md.
         """
-        from pinakes.cli.core import open_kb
+        from pinakes.cli.common import open_kb
 
         from . import transcript as tr
         from .settings import no_backend_hint, resolve
