@@ -70,6 +70,9 @@ class Link:
     aliased: bool = False  # a wikilink written with ``|`` (its label may be the target: Dendron)
     context: str = ""  # content words of the sentence, list item or table cell around it
     chunk: int = -1  # ordinal of the chunk it sits in (-1: none)
+    #: A tag written as a property value (Logseq's bare ``tags::`` value): it resolves like
+    #: ``#x``, and names no page without being a broken link, as ``#x`` does.
+    tag: bool = False
 
 
 @dataclass(frozen=True)
@@ -488,7 +491,7 @@ def _page_properties(lines: list[str], structure: _Structure
             parts = _comma_list(value)
             props[key] = [page_ref(v) for v in parts if page_ref(v)]
             if key == "tags":
-                links += [Link(target=v, label=v, kind="property", line=n + 1, fragment="")
+                links += [Link(target=v, label=v, kind="property", line=n + 1, fragment="", tag=True)
                           for v in parts if not v.startswith(("[[", "#")) and page_ref(v)]
         else:
             props[key] = value
