@@ -26,12 +26,13 @@ import datetime as _dt
 import posixpath
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 __all__ = [
     "ATTACHMENT_SUFFIXES",
+    "block_key",
     "FORMS",
     "NAME_TIERS",
     "date_key",
@@ -69,7 +70,7 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: match: a path beats a file name, a file name beats a title (what every note tool
 #: does: the file is the note), a title beats an alias, and the looser readings
 #: (namespaces spelled in file names, journal dates, note ids) come last.
-NAME_TIERS = ("path", "name", "suffix", "title", "alias", "namespace", "date", "id")
+NAME_TIERS = ("path", "name", "suffix", "title", "alias", "namespace", "date", "id", "block")
 
 _WS = re.compile(r"\s+")
 
@@ -242,7 +243,8 @@ def doc_aliases(front_matter: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def doc_names(path: str, title: str, front_matter: Mapping[str, Any]) -> list[tuple[str, str]]:
+def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
+              block_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
     """Every ``(folded name, tier)`` a document answers to (see :data:`NAME_TIERS`).
 
     ``notes/Topic/Alpha Beta.md`` titled "Alpha" with ``aliases: [AB]`` answers to
@@ -250,7 +252,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any]) -> list[tu
     (suffix), ``alpha`` (title) and ``ab`` (alias); a Logseq page
     ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
     ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
-    ``202301011200 Idea.md`` to ``id:202301011200``.
+    ``202301011200 Idea.md`` to ``id:202301011200``; a Logseq page declaring the
+    block id ``6f1c…`` (``block_ids``) to ``6f1c…`` (block), which ``((6f1c…))`` asks for.
     """
     out: dict[tuple[str, str], None] = {}
 
@@ -275,7 +278,18 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any]) -> list[tu
     add(fold(_namespace_name(stem)), "namespace")
     add(date_key(stem), "date")
     add(zettel_id(stem), "id")
+    for block in block_ids:
+        add(block_key(block), "block")
     return list(out)
+
+
+_BLOCK_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def block_key(text: str) -> str:
+    """A Logseq block id as a name (lower case), or "" when ``text`` is not one."""
+    t = text.strip().lower()
+    return t if _BLOCK_KEY.fullmatch(t) else ""
 
 
 # -- what a link was written as -----------------------------------------------------
@@ -283,7 +297,7 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any]) -> list[tu
 #: Every form :func:`link_form` returns, in the order ``pnk doctor`` lists them.
 FORMS = ("sidecar", "markdown", "reference", "autolink", "wikilink", "wikilink-alias",
          "wikilink-heading", "wikilink-block", "wikilink-date", "wikilink-id", "dendron-vault",
-         "embed", "tag", "property")
+         "embed", "tag", "property", "block-ref")
 
 
 def link_form(kind: str, target: str, fragment: str = "", aliased: bool = False,
@@ -299,6 +313,8 @@ def link_form(kind: str, target: str, fragment: str = "", aliased: bool = False,
         return "markdown"
     if kind in ("reference", "autolink", "embed", "tag", "property"):
         return kind
+    if kind == "blockref":
+        return "block-ref"
     if any(t.strip().lower().startswith("dendron://") for t in (target, label if aliased else "")):
         return "dendron-vault"
     if fragment.startswith("#^"):

@@ -42,6 +42,7 @@ import numpy as np
 
 from .dialects import (
     DOC_SUFFIXES,
+    block_key,
     date_key,
     dendron_name,
     doc_names,
@@ -253,7 +254,7 @@ def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb:
 
 
 #: Parser kinds whose target is a note's name (markdown.Link.kind).
-WIKI_KINDS = ("wikilink", "embed", "property")
+WIKI_KINDS = ("wikilink", "embed", "property", "blockref")
 
 
 def _item_line(seq: Any, i: int) -> int:
@@ -490,6 +491,9 @@ def _wiki_lookups(key: str, src: str) -> tuple[list[tuple[str, str]], list[str]]
     note's folder), then the name as a file name, path suffix, title, alias or
     Logseq namespace, then as a journal date or a note id.
     """
+    block = block_key(key)
+    if block:  # ((6f1c…)): the note that declares that block id
+        return [("block", block)], []
     vault, note = split_vault(key)
     note = note.replace("\\", "/").strip()
     if not note:
@@ -588,7 +592,7 @@ def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[i
     name_rows: list[tuple[int, str, str]] = []
     touched: set[str] = set()
     for doc_key, doc in inserted:
-        names = doc_names(doc.rel, doc.title, doc.parsed.front_matter)
+        names = doc_names(doc.rel, doc.title, doc.parsed.front_matter, doc.parsed.block_ids)
         name_rows += [(doc_key, name, tier) for name, tier in names]
         touched |= {name for name, _ in names} ^ old_names.get(doc_key, set())
         if previous.get(doc_key, ("",))[0] != doc.ulid:

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline import autolink as _autolink_rule
 from markdown_it.rules_inline import link as _link_rule
@@ -64,7 +65,7 @@ class Link:
 
     target: str  # percent-decoded target without the fragment
     label: str  # link text (wikilink: the part after ``|``, else the inner text)
-    kind: str  # "inline" | "reference" | "wikilink" | "autolink" | "embed" | "tag" | "property"
+    kind: str  # "inline" | "reference" | "wikilink" | "autolink" | "embed" | "tag" | "property" | "blockref"
     line: int  # 1-based line in the original file
     fragment: str  # "#section" split off the target, "" if none
     aliased: bool = False  # a wikilink written with ``|`` (its label may be the target: Dendron)
@@ -94,6 +95,9 @@ class ParsedDocument:
     headings: list[Heading] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    #: Logseq block ids the document declares (``id:: 6f1c…`` under a block, lower case): a
+    #: ``((6f1c…))`` block reference in any note links to this one.
+    block_ids: list[str] = field(default_factory=list)
 
 
 # -- entry point ---------------------------------------------------------------
@@ -173,6 +177,7 @@ def parse_markdown(
         headings=list(structure.headings),
         chunks=chunks,
         links=links,
+        block_ids=_block_ids(src),
     )
 
 
@@ -224,6 +229,7 @@ def _parser() -> MarkdownIt:
     md.inline.ruler.at("autolink", _tracked(_autolink_rule))
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.inline.ruler.after("wikilink", "hashtag", _hashtag_rule)
+    md.core.ruler.push("blockref", _block_refs)
     return md
 
 
@@ -339,6 +345,64 @@ def _hashtag_rule(state: StateInline, silent: bool) -> bool:
         tok.meta = {"target": name, "src_pos": pos}
     state.pos = end
     return True
+
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_BLOCK_REF = re.compile(r"\(\((" + _UUID + r")\)\)")
+#: Logseq's block id, a property line under its block: "  id:: 6f1c2a0e-…".
+_BLOCK_ID = re.compile(r"^[ \t]*(?:[-*][ \t]+)?id::[ \t]*(" + _UUID + r")[ \t]*$", re.MULTILINE)
+
+
+def _block_refs(state: StateCore) -> None:
+    """Core rule for Logseq's block reference ``((6f1c…))`` (and ``{{embed ((6f1c…))}}``).
+
+    The block lives in the note that declares its id (``id:: 6f1c…``), so the
+    reference links to that note (form ``block-ref``), as ``[[note#^block]]``
+    links to its note in Obsidian. Not an inline rule: "(" ends no text run in
+    markdown-it, so the text rule would swallow the reference first. The inline
+    pass has already run, so a reference inside a code span (not a text token)
+    stays text.
+    """
+    for tok in state.tokens:
+        if tok.type != "inline" or not tok.children or "((" not in tok.content:
+            continue
+        out: list[Token] = []
+        seek = 0
+        for child in tok.children:
+            text = child.content
+            if child.type != "text" or "((" not in text:
+                out.append(child)
+                continue
+            last = 0
+            for m in _BLOCK_REF.finditer(text):
+                if m.start() > last:
+                    out.append(_text_token(text[last:m.start()]))
+                at = tok.content.find(m.group(0), seek)
+                seek = at + len(m.group(0)) if at >= 0 else seek
+                ref = Token("wikilink", "", 0)
+                ref.content = m.group(0)
+                ref.meta = {"target": m.group(1), "src_pos": max(at, 0), "embed": False,
+                            "aliased": False, "block": True}
+                out.append(ref)
+                last = m.end()
+            if last == 0:
+                out.append(child)
+            elif last < len(text):
+                out.append(_text_token(text[last:]))
+        tok.children = out
+
+
+def _text_token(content: str) -> Token:
+    tok = Token("text", "", 0)
+    tok.content = content
+    return tok
+
+
+def _block_ids(src: str) -> list[str]:
+    """The Logseq block ids ``src`` declares (``id:: …`` lines), lower case, each once."""
+    if "id::" not in src:
+        return []
+    return list(dict.fromkeys(m.group(1).lower() for m in _BLOCK_ID.finditer(src)))
 
 
 # -- document structure ----------------------------------------------------------
@@ -1185,7 +1249,8 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
                 path, sharp, frag = str(child.meta.get("target", "")).partition("#")
                 links.append(Link(
                     target=path.strip(), label=child.content,
-                    kind="embed" if child.meta.get("embed") else "wikilink", line=line,
+                    kind="blockref" if child.meta.get("block") else
+                    "embed" if child.meta.get("embed") else "wikilink", line=line,
                     fragment="#" + frag.strip() if sharp else "",
                     aliased=bool(child.meta.get("aliased")), context=context,
                 ))

@@ -113,6 +113,30 @@ def test_logseq_pages_tags_properties_namespaces_and_journals(make_kb) -> None:
     assert not [d for d in report["dangling"] if d["target"] in ("unplanned", "clear skies")]
 
 
+def test_logseq_block_references_link_to_the_page_that_declares_the_block(make_kb) -> None:
+    block = "65f1c2a4-8d3e-4b7a-9c21-3e5d7f0a1b92"
+    other = "0badc0de-8d3e-4b7a-9c21-3e5d7f0a1b92"
+    kb = make_kb({
+        "pages/Bike.md": f"- Tyre pressure\n\t- 4.5 bar on the road\n\t  id:: {block}\n",
+        "journals/2024_04_13.md": (f"- a slow ride, tyres at the wrong pressure (({block}))\n"
+                                   f"- `(({block}))` in a code span is text\n"
+                                   f"- {{{{embed (({block.upper()}))}}}}\n"),
+        "pages/Gear.md": f"- the saddle note: (({other}))\n",
+    })
+    kb.sync()
+    assert links_of(kb, "journals/2024_04_13.md") == [
+        (block, "block-ref", "pages/Bike.md"),
+        (block.upper(), "block-ref", "pages/Bike.md"),  # ids match in any case
+    ]
+    # A reference to a block no page declares is a broken link, and doctor says so ...
+    assert links_of(kb, "pages/Gear.md") == [(other, "block-ref", "missing-file")]
+    assert [d["target"] for d in kb.doctor()["dangling"]] == [other]
+    # ... until a page declares that id: the link resolves at the next sync.
+    (kb.root / "pages" / "Saddle.md").write_text(f"- Brooks B17\n  id:: {other}\n", "utf-8")
+    kb.sync()
+    assert links_of(kb, "pages/Gear.md") == [(other, "block-ref", "pages/Saddle.md")]
+
+
 def test_dendron_alias_first_vault_prefix_and_the_trap(make_kb) -> None:
     kb = vault(make_kb, "dendron")
     kb.sync()
