@@ -597,7 +597,7 @@ def test_software_docs_template_and_an_unknown_one(tmp_path: Path) -> None:
     assert not (tmp_path / "other" / "pinakes.toml").exists()
 
 
-# --- round 0 that abstains or misses the asked fact (pinakes/support.py) -------------------------
+# --- round 0 that abstains or misses the asked fact (pinakes/support/) -------------------------
 
 
 def coffee_kb(make_kb: Any, deep: str = "") -> Any:

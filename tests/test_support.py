@@ -1,4 +1,4 @@
-"""Near misses: the notes name the subject but not the asked fact (pinakes/support.py).
+"""Near misses: the notes name the subject but not the asked fact (pinakes/support/).
 
 A small coffee KB, written for these tests: the French press note describes the
 press and never names an inventor; the AeroPress and moka pot notes do name
@@ -24,7 +24,6 @@ from pinakes import KB
 from pinakes.cli import cli
 from pinakes.evaluation.calibration import FEATURES, extract_features
 from pinakes.support import (
-    _RELATIVE,
     COLOUR,
     DATE,
     NAME,
@@ -36,12 +35,6 @@ from pinakes.support import (
     Deed,
     Expected,
     Support,
-    _made_by_someone,
-    _named_kinds,
-    _other_release,
-    _releases,
-    _unnamed_instance,
-    _without_properties,
     answer_type,
     asked_deed,
     asks_thing,
@@ -63,6 +56,15 @@ from pinakes.support import (
     turns,
     typed_gap,
     wh_noun,
+)
+from pinakes.support.reader import (
+    _RELATIVE,
+    _made_by_someone,
+    _named_kinds,
+    _other_release,
+    _releases,
+    _unnamed_instance,
+    _without_properties,
 )
 from pinakes.termstats import chunk_count
 from pinakes.termstats import idf as term_idf
