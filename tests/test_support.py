@@ -459,6 +459,11 @@ def test_the_opening_section_of_the_note_asked_about_is_read(make_kb: Any) -> No
     assert "Ana Ruiz and Ben Okafor" in lead[0].text
     assert lead_section(conn, later, ["BM25"]) == []  # the question is about another subject
     assert lead_section(conn, [*lead, *later], ["Quillsearch"]) == []  # read already
+    # A page whose title tells namesakes apart, "Quillsearch (ranker)", is still the one
+    # "Who wrote Quillsearch?" asks about.
+    qualified = [SimpleNamespace(**{**vars(h), "title": "Quillsearch (ranker)"}) for h in later]
+    assert [h.heading_path for h in lead_section(conn, qualified, ["Quillsearch"])] == [
+        ["Quillsearch", "Origin"]]
     # The sections that say "writes" rank first, the opening that says who made it below
     # them; the reader takes the authors' sentence, not the paper's other making.
     question = "Who wrote Quillsearch?"

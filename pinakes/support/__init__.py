@@ -532,8 +532,9 @@ def lead_section(conn: Any, top: Sequence[Any], about: Sequence[str]) -> list[An
     if not top or not about:
         return []
     first = top[0]
-    title = fold(first.title).lower()
-    if not any(fold(a).lower() == title for a in about):
+    # "ColBERT" asks about the page "ColBERT (model)", as :func:`tie_told` reads titles.
+    titles = {first.title.lower(), strip_qualifier(first.title).lower()}
+    if not any(fold(a).lower() in titles for a in about):
         return []
     rows = conn.execute(
         "SELECT c.heading_path, c.text FROM chunks c JOIN documents d ON d.doc = c.doc "
