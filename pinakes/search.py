@@ -1070,8 +1070,19 @@ def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     }
 
 
+#: An outliner's bookkeeping line under a block: Logseq's ``id:: 6f1c…`` (what a block
+#: reference points at) and ``collapsed:: true``. It says nothing a reader wants to see.
+_BLOCK_STATE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:id|collapsed)::[ \t]*\S*[ \t]*$", re.MULTILINE)
+
+
 def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str, list[tuple[int, int]]]:
-    """A window of ``text`` around the first query term, with the term spans to highlight."""
+    """A window of ``text`` around the first query term, with the term spans to highlight.
+
+    An outliner's bookkeeping lines (:data:`_BLOCK_STATE`) are left out of the window; the
+    hit's ``text`` keeps them, as the file does.
+    """
+    if "::" in text:
+        text = _BLOCK_STATE.sub("", text)
     flat = re.sub(r"\s+", " ", text).strip()
     spans: list[tuple[int, int]] = []
     for t in terms:

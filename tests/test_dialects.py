@@ -135,6 +135,10 @@ def test_logseq_block_references_link_to_the_page_that_declares_the_block(make_k
     (kb.root / "pages" / "Saddle.md").write_text(f"- Brooks B17\n  id:: {other}\n", "utf-8")
     kb.sync()
     assert links_of(kb, "pages/Gear.md") == [(other, "block-ref", "pages/Saddle.md")]
+    # The id:: line stays in the hit's text, as in the file, but not in the snippet shown.
+    hit = kb.search("tyre pressure on the road", k=1).hits[0]
+    assert hit.path == "pages/Bike.md" and f"id:: {block}" in hit.text
+    assert "4.5 bar" in hit.snippet and "id::" not in hit.snippet
 
 
 def test_dendron_alias_first_vault_prefix_and_the_trap(make_kb) -> None:
