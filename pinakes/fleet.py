@@ -9,6 +9,7 @@ tests). Commands that take ``--kb`` accept a path or a registered name, and
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -46,6 +47,19 @@ def label(kb: KB) -> str:
     except ConfigError:
         names = []
     return names[0] if len(names) == 1 else kb.name
+
+
+def sync_ref(kb: KB) -> str:
+    """What ``pnk sync --kb`` takes to reach ``kb``: its fleet name when it has one, else its
+    folder. A hint naming the ``[kb] name`` of a KB no fleet registers would not resolve."""
+    given = getattr(kb, "fleet_name", None)
+    if given:
+        return str(given)
+    try:
+        names = names_for(kb.root)
+    except ConfigError:
+        names = []
+    return names[0] if names else shlex.quote(str(kb.root))
 
 
 def _open_named(name: str, folder: Path) -> KB:
@@ -109,7 +123,8 @@ def open_kbs(refs: Sequence[str] | None = None,
 
 
 def _reason(exc: BaseException, name: str) -> str:
-    """Why a KB was skipped, as one line that says how to fix it."""
+    """Why a KB was skipped, as one line that says how to fix it (``name``: what ``--kb``
+    takes to reach it, :func:`sync_ref`)."""
     text = " ".join(str(exc).split())
     if isinstance(exc, NotSynced) and "not been indexed" in text:
         return f"not indexed yet: run `pnk sync --kb {name}`"
@@ -162,8 +177,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         except KB_UNAVAILABLE as exc:
             if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
                 cls = type(exc) if isinstance(exc, PinakesError) else NotSynced
-                raise cls(f"{name}: {_reason(exc, name)}") from exc
-            left_out.append({"kb": name, "reason": _reason(exc, name)})
+                raise cls(f"{name}: {_reason(exc, sync_ref(kb))}") from exc
+            left_out.append({"kb": name, "reason": _reason(exc, sync_ref(kb))})
             continue
         for h in result.hits:
             h.kb = name

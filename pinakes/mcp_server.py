@@ -266,12 +266,16 @@ def _validation_message(tool: str, exc: ValidationError) -> str:
 
 
 @contextlib.contextmanager
-def _naming(name: str) -> Iterator[None]:
-    """Say which KB is not indexed: the store's own message cannot know its fleet name."""
+def _naming(name: str, kb: KB) -> Iterator[None]:
+    """Say which KB is not indexed: the store's own message cannot know its fleet name, nor
+    what ``pnk sync --kb`` takes to reach it (:func:`pinakes.fleet.sync_ref`)."""
     try:
         yield
     except NotSynced as exc:
-        raise ToolError(f"{name}: {_one_line(str(exc))}".replace("`pnk sync", f"`pnk sync --kb {name}")) from exc
+        from .fleet import sync_ref
+
+        raise ToolError(f"{name}: {_one_line(str(exc))}".replace(
+            "`pnk sync", f"`pnk sync --kb {sync_ref(kb)}")) from exc
 
 
 @contextlib.contextmanager
@@ -497,7 +501,7 @@ class PinakesServer:
             depth = MAX_DEPTH
         if query is not None and not query.strip():
             query = None
-        with _naming(served):
+        with _naming(served, target):
             start = target.resolve(doc_id)
             result = dict(target.links(doc_id, rel=rel, direction=direction, depth=depth, query=query))
         result["kb"] = served
@@ -527,7 +531,7 @@ class PinakesServer:
     def read(self, kb: str | None, doc_id: str, section: str | list[str] | None = None) -> dict[str, Any]:
         """A served document's text (or one section), fitted to the budget."""
         served = self.name_of(kb)
-        with _naming(served):
+        with _naming(served, self.kbs[served]):
             out = dict(self.kbs[served].read(doc_id, section))
         out["kb"] = served
         out["truncated"] = False
@@ -612,7 +616,7 @@ class PinakesServer:
             raise ToolError(f"note is {len(note)} characters: keep it under {MAX_NOTE}")
         src = self._ref(the_kb, source, "source")
         dst = self._ref(the_kb, target, "target", target=True)
-        with _naming(served), _kb_relative(the_kb):
+        with _naming(served, the_kb), _kb_relative(the_kb):
             out = the_kb.link(src, dst, rel, note=note or None, allow_dangling=allow_dangling)
         return self._link_out(served, the_kb, out)
 
@@ -628,7 +632,7 @@ class PinakesServer:
             rel = None
         src = self._ref(the_kb, source, "source")
         dst = self._ref(the_kb, target, "target", target=True)
-        with _naming(served), _kb_relative(the_kb):
+        with _naming(served, the_kb), _kb_relative(the_kb):
             out = the_kb.unlink(src, dst, rel=rel)
         return self._link_out(served, the_kb, {**out, "rel": rel})
 

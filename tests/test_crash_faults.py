@@ -368,7 +368,8 @@ def test_flipped_bytes_in_the_index_are_refused_by_search_and_healed_by_sync(tmp
     data[at : at + 6] = b"\xff" * 6
     db.write_bytes(bytes(data))
     INJECTED["index bytes flipped"] = INJECTED.get("index bytes flipped", 0) + 1
-    line = one_line_error(_search(root, user), "damaged", "run `pnk sync --kb faults`")
+    # The KB was opened by its folder and no fleet names it: the hint names the folder.
+    line = one_line_error(_search(root, user), "damaged", f"run `pnk sync --kb {root}`")
     assert "--rebuild" not in line
     _heals(root, user, clean, "not UTF-8")
     assert {p.name: read_sidecar(p).id for p in root.glob("*.pnk.yaml")} == ids  # identity kept

@@ -135,3 +135,16 @@ def test_serve_all_over_mcp_skips_and_aliases(make_kb, tmp_path: Path) -> None:
     banner = log.read_text(encoding="utf-8")
     assert "warning: fresh is not indexed yet" in banner
     assert "warning: not serving gone: fleet KB 'gone' points at" in banner
+
+
+def test_a_kb_no_fleet_names_is_told_to_sync_by_its_folder(make_kb) -> None:
+    """A KB opened by its folder and registered nowhere: the hint's ``--kb`` is the folder
+    (its ``[kb] name`` would not resolve), and running the hint heals it."""
+    kb = make_kb(BIKES, name="loose")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["search", "bike", "--kb", str(kb.root)])
+    assert res.exit_code == 1
+    hint = f"run `pnk sync --kb {kb.root}`"
+    assert hint in res.stderr and "--kb loose`" not in res.stderr
+    assert runner.invoke(cli, ["sync", "--kb", str(kb.root)]).exit_code == 0
+    assert runner.invoke(cli, ["search", "bike", "--kb", str(kb.root)]).exit_code == 0
