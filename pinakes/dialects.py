@@ -32,6 +32,7 @@ from urllib.parse import unquote
 
 __all__ = [
     "ATTACHMENT_SUFFIXES",
+    "BLOCK_ID",
     "block_key",
     "FORMS",
     "NAME_TIERS",
@@ -69,7 +70,7 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: How a name was derived, strongest first. A link resolves in the first tier with a
 #: match: a path beats a file name, a file name beats a title (what every note tool
 #: does: the file is the note), a title beats an alias, and the looser readings
-#: (namespaces spelled in file names, journal dates, note ids) come last.
+#: (namespaces spelled in file names, journal dates, note ids, Logseq block ids) come last.
 NAME_TIERS = ("path", "name", "suffix", "title", "alias", "namespace", "date", "id", "block")
 
 _WS = re.compile(r"\s+")
@@ -283,7 +284,9 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
     return list(out)
 
 
-_BLOCK_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: A Logseq block id, as ``id::`` declares it and ``((…))`` refers to it (any case).
+BLOCK_ID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_BLOCK_KEY = re.compile(BLOCK_ID)
 
 
 def block_key(text: str) -> str:

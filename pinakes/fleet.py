@@ -39,26 +39,25 @@ def label(kb: KB) -> str:
     says (that name keeps working too, as an alias). A KB opened by a fleet
     name keeps that name even if the folder is registered twice.
     """
+    names = _fleet_names(kb)
+    return names[0] if len(names) == 1 else kb.name
+
+
+def _fleet_names(kb: KB) -> list[str]:
+    """The fleet names ``kb`` answers to: the one it was opened by, else every registered one."""
     given = getattr(kb, "fleet_name", None)
     if given:
-        return str(given)
+        return [str(given)]
     try:
-        names = names_for(kb.root)
+        return names_for(kb.root)
     except ConfigError:
-        names = []
-    return names[0] if len(names) == 1 else kb.name
+        return []
 
 
 def sync_ref(kb: KB) -> str:
     """What ``pnk sync --kb`` takes to reach ``kb``: its fleet name when it has one, else its
     folder. A hint naming the ``[kb] name`` of a KB no fleet registers would not resolve."""
-    given = getattr(kb, "fleet_name", None)
-    if given:
-        return str(given)
-    try:
-        names = names_for(kb.root)
-    except ConfigError:
-        names = []
+    names = _fleet_names(kb)
     return names[0] if names else shlex.quote(str(kb.root))
 
 

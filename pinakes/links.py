@@ -238,7 +238,8 @@ def rows_for(source_rel: str, parsed_links: Sequence[Any], sidecar: Any, own_kb:
     for link in parsed_links:
         wiki = link.kind in WIKI_KINDS
         aliased = bool(getattr(link, "aliased", False))
-        target = classify(link.target, source_rel, own_kb, wiki=wiki, tag=link.kind == "tag" or getattr(link, "tag", False),
+        tag = link.kind == "tag" or getattr(link, "tag", False)  # #x, or Logseq's bare tags:: x
+        target = classify(link.target, source_rel, own_kb, wiki=wiki, tag=tag,
                           alt=link.label if wiki and aliased else "", bundle_root=bundle_root)
         if target is None:
             continue

@@ -37,7 +37,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
-from .dialects import NOTION_ID, is_attachment, page_ref
+from .dialects import BLOCK_ID, NOTION_ID, is_attachment, page_ref
 from .text import content_words
 
 __all__ = ["Chunk", "Heading", "Link", "ParsedDocument", "parse_markdown"]
@@ -347,10 +347,9 @@ def _hashtag_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_BLOCK_REF = re.compile(r"\(\((" + _UUID + r")\)\)")
+_BLOCK_REF = re.compile(r"\(\((" + BLOCK_ID + r")\)\)")
 #: Logseq's block id, a property line under its block: "  id:: 6f1c2a0e-…".
-_BLOCK_ID = re.compile(r"^[ \t]*(?:[-*][ \t]+)?id::[ \t]*(" + _UUID + r")[ \t]*$", re.MULTILINE)
+_BLOCK_ID_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?id::[ \t]*(" + BLOCK_ID + r")[ \t]*$", re.MULTILINE)
 
 
 def _block_refs(state: StateCore) -> None:
@@ -402,7 +401,7 @@ def _block_ids(src: str) -> list[str]:
     """The Logseq block ids ``src`` declares (``id:: …`` lines), lower case, each once."""
     if "id::" not in src:
         return []
-    return list(dict.fromkeys(m.group(1).lower() for m in _BLOCK_ID.finditer(src)))
+    return list(dict.fromkeys(m.group(1).lower() for m in _BLOCK_ID_LINE.finditer(src)))
 
 
 # -- document structure ----------------------------------------------------------

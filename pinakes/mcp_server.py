@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
 from .errors import ConfigError, PinakesError, storage_problem
-from .fleet import search_many
+from .fleet import search_many, sync_ref
 from .kb import KB
 from .search import MAX_K
 from .store import NotSynced
@@ -272,8 +272,6 @@ def _naming(name: str, kb: KB) -> Iterator[None]:
     try:
         yield
     except NotSynced as exc:
-        from .fleet import sync_ref
-
         raise ToolError(f"{name}: {_one_line(str(exc))}".replace(
             "`pnk sync", f"`pnk sync --kb {sync_ref(kb)}")) from exc
 
