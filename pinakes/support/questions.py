@@ -217,15 +217,16 @@ _DATE = re.compile(r"(?<!\w)(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}[/.]\d{1,2}[/.]
 _WIKILINK = re.compile(r"\[\[[^\]\n]*\]\]")
 #: What says three figures are a year: "in 870", "AD 870", "870 BC".
 _ERA = re.compile(r"\b(?:in|AD|CE|c\.|circa)\s+\d{3}\b|\b\d{3}\s+(?:AD|BC|BCE|CE)\b")
+#: How many, before "... ago": "three", "a few" ("three years ago", "a few days ago").
+_FEW = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few"
 #: A year counted from the note's own date: "last year", "three years ago".
-_YEAR_AGO = re.compile(r"\b(?:this|last|next)\s+year\b|\b(?:\d+|an?|one|two|three|four|five|six|seven|"
-                       r"eight|nine|ten|a\s+few|several)\s+years?\s+ago\b", re.IGNORECASE)
+_YEAR_AGO = re.compile(r"\b(?:this|last|next)\s+year\b|\b(?:" + _FEW + r"|several)\s+years?\s+ago\b",
+                       re.IGNORECASE)
 #: "this weekend", "next month", "tonight", "two weeks ago": a date counted from the note's
 #: own (a journal day's, a chat session's), as good as written out when the note is dated.
 _RELATIVE_DATE = re.compile(r"\b(?:this|next|last|coming)\s+(?:weekend|week|month|year|spring|"
                             r"summer|autumn|fall|winter|morning|afternoon|evening|night)\b"
-                            r"|\btonight\b|\b(?:\d+|an?|one|two|three|"
-                            r"four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several)"
+                            r"|\btonight\b|\b(?:" + _FEW + r"|a\s+couple\s+of|several)"
                             r"\s+(?:days?|weeks?|months?|years?)\s+ago\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w)|\bversion\s+\d+", re.IGNORECASE)
 _CODE = re.compile(r"`([^`\n]+)`")
