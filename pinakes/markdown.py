@@ -230,6 +230,7 @@ def _parser() -> MarkdownIt:
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.inline.ruler.after("wikilink", "hashtag", _hashtag_rule)
     md.core.ruler.push("blockref", _block_refs)
+    md.core.ruler.push("comments", _comments)
     return md
 
 
@@ -389,6 +390,34 @@ def _block_refs(state: StateCore) -> None:
             elif last < len(text):
                 out.append(_text_token(text[last:]))
         tok.children = out
+
+
+_COMMENT = "%%"
+
+
+def _comments(state: StateCore) -> None:
+    """Core rule for Obsidian's comments: ``%% ... %%`` hides text, and a link in it is no link.
+
+    A comment is how a note keeps a thought or a commented-out link out of its
+    reading view ("%% later: [[Tax 2025]] %%"), and Obsidian leaves its links out
+    of backlinks and the graph; as links they would be dangling noise in
+    ``pnk doctor`` and false edges in the graph. The text stays indexed, as
+    Obsidian's own search finds it. A comment may span paragraphs, so the state
+    runs on across the document's inline tokens in order; an unclosed ``%%``
+    hides the rest of the note, as in Obsidian. Marks in a code span or fence
+    are code (not text tokens) and open nothing. Runs after the inline pass and
+    the block references: it marks link tokens (``meta["comment"]``), which
+    :func:`_collect_links` skips.
+    """
+    inside = False
+    for tok in state.tokens:
+        if tok.type != "inline" or not tok.children or not inside and _COMMENT not in tok.content:
+            continue
+        for child in tok.children:
+            if child.type == "text":
+                inside ^= child.content.count(_COMMENT) % 2 == 1
+            elif inside and child.type in ("link_open", "wikilink", "tag"):
+                child.meta = {**(child.meta or {}), "comment": True}
 
 
 def _text_token(content: str) -> Token:
@@ -1208,7 +1237,8 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
     """Every link in document order, from inline tokens only.
 
     Walking tokens (not text) is what leaves code spans and fences out. Images
-    are skipped, including links inside their alt text.
+    are skipped, including links inside their alt text, and so is a link in an
+    Obsidian comment (:func:`_comments`).
     """
     links: list[Link] = []
     last_line = 0
@@ -1221,7 +1251,7 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
         children = tok.children
         contexts: _Contexts | None = None
         for i, child in enumerate(children):
-            if child.type not in ("link_open", "wikilink", "tag"):
+            if child.type not in ("link_open", "wikilink", "tag") or (child.meta or {}).get("comment"):
                 continue
             if contexts is None:
                 contexts = _Contexts(children)

@@ -141,6 +141,28 @@ def test_logseq_block_references_link_to_the_page_that_declares_the_block(make_k
     assert "4.5 bar" in hit.snippet and "id::" not in hit.snippet
 
 
+def test_obsidian_comments_hide_their_links_but_not_their_text(make_kb) -> None:
+    kb = make_kb({
+        "Plants.md": "# Plants\n\nThe fig needs water weekly.\n",
+        "Daily/2025-05-01.md": (
+            "Watered the [[Plants|fig]]. %% later: [[Tax 2025]] and #someday %% Read [[Plants]].\n\n"
+            "%%\nA draft across paragraphs: [[Old idea]]\n\n[half](Gone.md) and the quokka plan\n%%\n\n"
+            "`%%` in a code span opens nothing: [[Plants#Care]] #garden\n\n"
+            "```\n%%\n```\n\n"
+            "Nor does one in a fence: ![[Plants]]\n\n"
+            "%% never closed: [[Draft]]\n"),
+    })
+    kb.sync()
+    assert links_of(kb, "Daily/2025-05-01.md") == [
+        ("Plants", "wikilink-alias", "Plants.md"), ("Plants", "wikilink", "Plants.md"),
+        ("Plants#Care", "wikilink-heading", "Plants.md"), ("garden", "tag", "tag-only"),
+        ("Plants", "embed", "Plants.md"),
+    ]
+    assert kb.doctor()["dangling"] == []  # no "Tax 2025", "Old idea", "Gone.md" or "Draft"
+    # The comment's words are still the note's: a search finds them.
+    assert kb.search("quokka plan", k=1).hits[0].path == "Daily/2025-05-01.md"
+
+
 def test_dendron_alias_first_vault_prefix_and_the_trap(make_kb) -> None:
     kb = vault(make_kb, "dendron")
     kb.sync()
