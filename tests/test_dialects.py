@@ -141,6 +141,27 @@ def test_logseq_block_references_link_to_the_page_that_declares_the_block(make_k
     assert "4.5 bar" in hit.snippet and "id::" not in hit.snippet
 
 
+def test_logseq_backup_copies_of_pages_are_not_indexed(make_kb) -> None:
+    kb = make_kb({
+        "pages/Bubbles.md": "- Bubbles is my sourdough starter, born on 2023-03-14.\n",
+        "journals/2024_05_02.md": "- fed [[Bubbles]]\n",
+        "logseq/config.edn": ":meta/version 1\n",
+        # Logseq's own copies: a backup made when the file changed behind its back, and the
+        # version it last synced. Each would be a second, stale answer.
+        "logseq/bak/pages/Bubbles/2024_05_01T10_00_00.000Z.Desktop.md":
+            "- Bubbles is my sourdough starter, born on 2023-03-01.\n",
+        "logseq/version-files/base/pages%2FBubbles.md": "- Bubbles is my starter\n",
+    })
+    kb.sync()
+    with kb.reader().snapshot() as conn:
+        assert sorted(r[0] for r in conn.execute("SELECT path FROM documents")) == [
+            "journals/2024_05_02.md", "pages/Bubbles.md"]
+    assert [h.path for h in kb.search("when was Bubbles born", k=5).hits] == [
+        "pages/Bubbles.md", "journals/2024_05_02.md"]
+    # Nothing is written into Logseq's folder either.
+    assert not list((kb.root / "logseq").rglob("*.pnk.yaml"))
+
+
 def test_obsidian_comments_hide_their_links_but_not_their_text(make_kb) -> None:
     kb = make_kb({
         "Plants.md": "# Plants\n\nThe fig needs water weekly.\n",
