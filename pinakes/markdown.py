@@ -394,6 +394,14 @@ def _block_refs(state: StateCore) -> None:
 
 _COMMENT = "%%"
 
+#: A top-level code block inside an Obsidian comment is left out of the chunks: that is
+#: where plugins keep their data, out of the reading view. A drawing of the Excalidraw
+#: plugin is a ``%%``-hidden ``compressed-json`` block of some 50 kB, which as text made
+#: ~230 chunks of base64 per drawing (five drawings: 1,140 junk chunks beside a 56-chunk
+#: vault, and 43 s of embedding); the Kanban plugin keeps its settings the same way. The
+#: note's other text, the drawing's labels among it, stays.
+_IN_COMMENT = "comment"
+
 
 def _comments(state: StateCore) -> None:
     """Core rule for Obsidian's comments: ``%% ... %%`` hides text, and a link in it is no link.
@@ -402,22 +410,28 @@ def _comments(state: StateCore) -> None:
     reading view ("%% later: [[Tax 2025]] %%"), and Obsidian leaves its links out
     of backlinks and the graph; as links they would be dangling noise in
     ``pnk doctor`` and false edges in the graph. The text stays indexed, as
-    Obsidian's own search finds it. A comment may span paragraphs, so the state
-    runs on across the document's inline tokens in order; an unclosed ``%%``
-    hides the rest of the note, as in Obsidian. Marks in a code span or fence
-    are code (not text tokens) and open nothing. Runs after the inline pass and
-    the block references: it marks link tokens (``meta["comment"]``), which
-    :func:`_collect_links` skips.
+    Obsidian's own search finds it; but a code block inside a comment is a
+    plugin's data, not writing (:data:`_IN_COMMENT`). A comment may span paragraphs,
+    so the state runs on across the document's tokens in order; an unclosed
+    ``%%`` hides the rest of the note, as in Obsidian. Marks in a code span or
+    fence are code (not text tokens) and open nothing. Runs after the inline
+    pass and the block references: it marks link and code-block tokens
+    (``meta[_IN_COMMENT]``), which :func:`_collect_links` and
+    :meth:`_Structure.from_tokens` leave out.
     """
     inside = False
     for tok in state.tokens:
+        if tok.type in ("fence", "code_block"):
+            if inside:  # a plugin's data (:data:`_IN_COMMENT`)
+                tok.meta = {**(tok.meta or {}), _IN_COMMENT: True}
+            continue
         if tok.type != "inline" or not tok.children or not inside and _COMMENT not in tok.content:
             continue
         for child in tok.children:
             if child.type == "text":
                 inside ^= child.content.count(_COMMENT) % 2 == 1
             elif inside and child.type in ("link_open", "wikilink", "tag"):
-                child.meta = {**(child.meta or {}), "comment": True}
+                child.meta = {**(child.meta or {}), _IN_COMMENT: True}
 
 
 def _text_token(content: str) -> Token:
@@ -480,6 +494,7 @@ class _Structure:
     headings: list[Heading]
     heading_spans: list[_HeadingSpan]
     blocks: list[_Block]
+    hidden: list[tuple[int, int]] = field(default_factory=list)  # line ranges left out (_IN_COMMENT)
 
     @classmethod
     def from_tokens(cls, tokens: Sequence[Token], n_lines: int) -> _Structure:
@@ -487,6 +502,7 @@ class _Structure:
         front_matter: Token | None = None
         spans: list[_HeadingSpan] = []
         blocks: list[_Block] = []
+        hidden: list[tuple[int, int]] = []
         current_list: _Block | None = None
         for i, tok in enumerate(tokens):
             if tok.map is None:
@@ -508,12 +524,15 @@ class _Structure:
                 spans.append(_HeadingSpan(Heading(level, text, a + 1), a, max(b, a + 1)))
                 current_list = None
                 continue
+            if (tok.meta or {}).get(_IN_COMMENT):
+                hidden.append((a, max(b, a + 1)))
+                continue
             blk = _Block(a, max(b, a + 1), _BLOCK_KINDS.get(tok.type, "text"), tok.markup)
             blocks.append(blk)
             current_list = blk if blk.kind == "list" else None
         body_start = min(front_matter.map[1], n_lines) if front_matter and front_matter.map else 0
         blocks.sort(key=lambda blk: blk.start)
-        return cls(front_matter, body_start, [s.heading for s in spans], spans, blocks)
+        return cls(front_matter, body_start, [s.heading for s in spans], spans, blocks, hidden)
 
     def sections(self, n_lines: int) -> list[_Section]:
         """Split the body at every heading, tracking the heading path stack."""
@@ -527,6 +546,10 @@ class _Structure:
             stack.append((span.heading.level, span.heading.text))
             nxt = self.heading_spans[k + 1].start if k + 1 < len(self.heading_spans) else n_lines
             bounds.append((tuple(t for _, t in stack), span.end, max(nxt, span.end)))
+        # A hidden block cuts its section in two, under the same headings; its lines are in neither.
+        for a, b in self.hidden:
+            bounds = [part for path, start, end in bounds for part in (
+                [(path, start, a), (path, b, end)] if start <= a < end else [(path, start, end)])]
         starts = [b.start for b in self.blocks]
         sections = []
         for path, start, end in bounds:
@@ -836,10 +859,11 @@ class _Chunker:
         return max(1, bisect.bisect_right(self.starts, offset, hi=len(self.starts) - 1))
 
     def render(self, a: int, b: int, wrap: _Wrap | None) -> _Piece | None:
-        """The chunk text for source range [a, b), or None if it is only whitespace."""
+        """The chunk text for source range [a, b), or None if it is only whitespace (or the
+        ``%%`` marks left of a comment whose code block was left out)."""
         s = self.src[a:b]
         body = s.strip()
-        if not body:
+        if not body or not body.replace(_COMMENT, "").strip():
             return None
         lead = len(s) - len(s.lstrip())
         start, end = a + lead, a + lead + len(body)
@@ -1251,7 +1275,7 @@ def _collect_links(tokens: Sequence[Token]) -> list[Link]:
         children = tok.children
         contexts: _Contexts | None = None
         for i, child in enumerate(children):
-            if child.type not in ("link_open", "wikilink", "tag") or (child.meta or {}).get("comment"):
+            if child.type not in ("link_open", "wikilink", "tag") or (child.meta or {}).get(_IN_COMMENT):
                 continue
             if contexts is None:
                 contexts = _Contexts(children)

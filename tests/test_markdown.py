@@ -122,6 +122,49 @@ def test_html_blocks_comments_and_reference_definitions_are_kept_as_text() -> No
     assert (chunk.start_line, chunk.end_line) == (3, 9)
 
 
+def test_a_code_block_in_an_obsidian_comment_is_a_plugins_data_and_not_chunked() -> None:
+    blob = "\n".join("N4IgLgngDgpiBcIYA8DGBDANgSwCYCd0B3EAGhAFcA7JAew" * 5 for _ in range(400))
+    doc = md("""
+        ---
+        excalidraw-plugin: parsed
+        ---
+        # Text Elements
+        Kitchen layout, sink under the window ^a1b2
+
+        %%
+        # Drawing
+        ```compressed-json
+        BLOB
+        ```
+        %%
+
+        ## After the drawing
+        Text after the comment is text.
+
+        ```python
+        print("a fence outside a comment is code, and stays")
+        ```
+
+        %% kanban:settings
+        ```
+        {"kanban-plugin": "basic"}
+        ```
+        %%
+        """).replace("BLOB", blob)
+    parsed = parse_markdown(doc, max_tokens=64, count_tokens=count_words)
+    texts = [c.text for c in parsed.chunks]
+    assert not any("N4Ig" in t or "kanban-plugin" in t for t in texts)  # ~2,000 words of base64 before
+    assert len(parsed.chunks) == 2
+    assert parsed.chunks[0].text == "Kitchen layout, sink under the window ^a1b2\n\n%%"
+    assert parsed.chunks[0].heading_path == ("Text Elements",)
+    after = parsed.chunks[1]
+    assert after.heading_path == ("Drawing", "After the drawing") and "stays" in after.text
+    assert after.text.endswith("%% kanban:settings") and after.start_line == doc.split("\n").index(
+        "## After the drawing") + 2
+    # The headings stay the note's, the hidden one too (it is a heading of the reading view).
+    assert [h.text for h in parsed.headings] == ["Text Elements", "Drawing", "After the drawing"]
+
+
 # -- front matter and title ------------------------------------------------------------
 
 
