@@ -1074,15 +1074,22 @@ def _chunk_details(conn: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
 #: reference points at) and ``collapsed:: true``. It says nothing a reader wants to see.
 _BLOCK_STATE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:id|collapsed)::[ \t]*\S*[ \t]*$", re.MULTILINE)
 
+#: Obsidian's block id, at the end of a block's line or on a line of its own ("... sink under
+#: the window ^a1b2"): what a ``[[note#^a1b2]]`` link points at, no words of the note.
+_BLOCK_ID = re.compile(r"(?:^|[ \t]+)\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
+
 
 def make_snippet(text: str, terms: Sequence[str], width: int = 240) -> tuple[str, list[tuple[int, int]]]:
     """A window of ``text`` around the first query term, with the term spans to highlight.
 
-    An outliner's bookkeeping lines (:data:`_BLOCK_STATE`) are left out of the window; the
-    hit's ``text`` keeps them, as the file does.
+    An outliner's bookkeeping lines (:data:`_BLOCK_STATE`) and Obsidian's block ids
+    (:data:`_BLOCK_ID`) are left out of the window; the hit's ``text`` keeps them, as the
+    file does.
     """
     if "::" in text:
         text = _BLOCK_STATE.sub("", text)
+    if "^" in text:
+        text = _BLOCK_ID.sub("", text)
     flat = re.sub(r"\s+", " ", text).strip()
     spans: list[tuple[int, int]] = []
     for t in terms:

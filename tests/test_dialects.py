@@ -141,6 +141,20 @@ def test_logseq_block_references_link_to_the_page_that_declares_the_block(make_k
     assert "4.5 bar" in hit.snippet and "id::" not in hit.snippet
 
 
+def test_obsidian_block_ids_stay_in_the_text_but_out_of_the_snippet(make_kb) -> None:
+    kb = make_kb({
+        "Kitchen.md": ("# Kitchen\n\nThe sink goes under the window, facing the garden. ^sink-spot\n\n"
+                       "- tiles: 2^4 rows of terracotta\n- oak shelves\n^shelf-list\n"),
+        "Plan.md": "Where does the sink go? See [[Kitchen#^sink-spot]].\n",
+    })
+    kb.sync()
+    assert links_of(kb, "Plan.md") == [("Kitchen#^sink-spot", "wikilink-block", "Kitchen.md")]
+    hit = kb.search("where does the sink go under the window", k=1).hits[0]
+    assert hit.path == "Kitchen.md" and "^sink-spot" in hit.text and "^shelf-list" in hit.text
+    assert "facing the garden." in hit.snippet and "2^4 rows" in hit.snippet  # not an id: stays
+    assert "^sink-spot" not in hit.snippet and "^shelf-list" not in hit.snippet
+
+
 def test_logseq_backup_copies_of_pages_are_not_indexed(make_kb) -> None:
     kb = make_kb({
         "pages/Bubbles.md": "- Bubbles is my sourdough starter, born on 2023-03-14.\n",
