@@ -53,7 +53,10 @@ __all__ = [
     "zettel_id",
 ]
 
-DOC_SUFFIXES = (".md", ".markdown")
+#: The suffixes of a note: Markdown's, and MDX's (Docusaurus, Nextra pages). A link that names
+#: one is a link to a note; a file with one that ``[kb] include`` names no pattern for is
+#: counted at sync (:func:`pinakes.fsutil.walk_kb`), so the sync can say why it indexed none.
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn")
 
 #: A Notion export names each page's file (and its subpages' folder) after its title, a space
 #: and the page's 32-digit hex id: "Clients 1e969a758672a64dfea579f174b610e0".

@@ -8,11 +8,13 @@ import re
 import sqlite3
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .dialects import DOC_SUFFIXES
 from .faults import crash_point
 
 
@@ -150,18 +152,30 @@ class WalkProblem:
     message: str
 
 
+def uncovered_suffixes(include: Iterable[str]) -> frozenset[str]:
+    """The note suffixes (:data:`~pinakes.dialects.DOC_SUFFIXES`) no ``include`` pattern ends
+    with: ``**/*.md`` leaves ``.mdx`` out."""
+    patterns = list(include)
+    return frozenset(sfx for sfx in DOC_SUFFIXES
+                     if not any(p.lower().endswith(sfx) or p.endswith("*") for p in patterns))
+
+
 def walk_kb(
     root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem],
-    strays: list[tuple[str, str]] | None = None,
+    strays: list[tuple[str, str]] | None = None, left_out: Counter[str] | None = None,
 ) -> Iterator[tuple[str, Path]]:
     """Yield ``(relative posix path, absolute path)`` of every included file.
 
     Symlinks are followed only while they resolve inside ``root``; a link that
     leaves the KB or loops is reported in ``problems`` and never read. With
     ``strays``, temp files left by a killed :func:`atomic_write` are collected
-    there as ``(relative path, absolute path)`` for the caller to remove.
+    there as ``(relative path, absolute path)`` for the caller to remove. With
+    ``left_out``, files not excluded whose Markdown suffix no include pattern
+    names (:func:`uncovered_suffixes`) are counted there by suffix (a deliberate
+    ``include = ["docs/**/*.md"]`` leaves other ``.md`` files out unremarked).
     """
     root = root.resolve()
+    uncovered = uncovered_suffixes(include) if left_out is not None else frozenset()
     seen_dirs: set[str] = set()
     seen_files: set[str] = set()
 
@@ -213,6 +227,9 @@ def walk_kb(
                 yield from visit(Path(path), rel)
                 continue
             if excluded(rel) or not included(rel):
+                sfx = os.path.splitext(entry.name)[1].lower() if uncovered else ""
+                if sfx in uncovered and left_out is not None and not excluded(rel):
+                    left_out[sfx] += 1
                 continue
             # Not a symlink: its real path is the folder's plus its name (no lstat
             # of every path component, which dominated a no-op sync).

@@ -19,6 +19,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,8 @@ class SyncReport:
     git_root: str = ""  # the KB folder the git_stage paths are relative to
     #: The graph channel check that followed (pinakes.channel_choice.refresh), if any.
     channel: dict[str, Any] | None = None
+    #: Markdown files ``include`` has no pattern for, by suffix (".mdx": 12): see left_out_hint.
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -136,6 +139,7 @@ class SyncReport:
             "sidecars_moved": [{"from": a, "to": b} for a, b in self.sidecars_moved],
             "git_stage": self.git_stage,
             "channel": self.channel,
+            "left_out": self.left_out,
         }
 
 
@@ -208,6 +212,7 @@ class Scan:
     removed: list[Any] = field(default_factory=list)  # stored rows whose file is gone
     renames: dict[str, Any] = field(default_factory=dict)  # new path -> old row (same identity)
     swaps: dict[str, Any] = field(default_factory=dict)  # paths that exchanged identities
+    left_out: dict[str, int] = field(default_factory=dict)  # Markdown suffix no include names -> files
 
 
 def sync_kb(src: SyncInputs, *, rebuild: bool = False, progress: ProgressFn | None = None,
@@ -322,6 +327,22 @@ def _sync(src: SyncInputs, store: Store, report: SyncReport, progress: ProgressF
     _finish_report(report, scan, dupes)
 
 
+def left_out_hint(left_out: dict[str, int]) -> str:
+    """One line on the Markdown files ``include`` leaves out, and the line that takes them in.
+
+    A Docusaurus or Nextra docs folder is ``.mdx`` pages; with the default ``include =
+    ["**/*.md"]`` a sync indexed none of them and said nothing.
+    """
+    if not left_out:
+        return ""
+    n = sum(left_out.values())
+    kinds = ", ".join(f"{count} {sfx}" for sfx, count in left_out.items())
+    patterns = ", ".join(f'"**/*{sfx}"' for sfx in left_out)
+    them = "them" if n != 1 else "it"
+    return (f"{n} Markdown file{'s are' if n != 1 else ' is'} not indexed ({kinds}): [kb] include has "
+            f"no pattern for {them}; to index {them}, add {patterns} to include in pinakes.toml")
+
+
 # --- phase 1: scan ---------------------------------------------------------------------
 
 
@@ -330,8 +351,9 @@ def walk_phase(src: SyncInputs, store: Store) -> Scan:
     mode = str(src.kb["sidecars"])
     walk_problems: list[WalkProblem] = []
     strays: list[tuple[str, str]] = []
+    left_out: Counter[str] = Counter()
     files = list(walk_kb(src.root, list(src.kb["include"]), _excludes(src.kb, mode),
-                         walk_problems, strays))
+                         walk_problems, strays, left_out))
     problems: list[tuple[str, str]] = [(p.path, p.message) for p in walk_problems]
     if mode not in ("", "beside"):
         # The walk skips the parallel sidecar tree, where a killed sidecar write leaves its temp.
@@ -345,7 +367,7 @@ def walk_phase(src: SyncInputs, store: Store) -> Scan:
             problems.append((stray_rel, "removed a temporary file left by an interrupted write"))
     # A sidecar swap a killed sync left half done (two sidecars with one id) is finished first.
     problems.extend(finish_interrupted_swap(src.root, store.state_dir))
-    scan = Scan(files, problems)
+    scan = Scan(files, problems, left_out=dict(sorted(left_out.items())))
     scan.existing = {
         row["path"]: row
         for row in store.conn.execute(
@@ -518,6 +540,7 @@ def _finish_report(report: SyncReport, scan: Scan, dupes: list[Any]) -> None:
     report.added = [d.rel for d in prepared if d.rel not in existing and d.rel not in renamed_to]
     report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
     report.problems = [f"{p}: {m}" for p, m in scan.problems]
+    report.left_out = scan.left_out
     for doc in prepared:
         report.problems.extend(doc.problems)
     for ulid, paths in dupes:

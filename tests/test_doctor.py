@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from pinakes.cli import cli
+from pinakes.kb import KB
 
 SICK = {
     "a.md": "# A\n\nalpha\n",
@@ -81,3 +82,35 @@ def test_doctor_errors_exit_non_zero(make_kb, tmp_path) -> None:
     assert "Traceback" not in res.output
     res = runner.invoke(cli, ["doctor", "--kb", str(kb.root), "--json"])
     assert res.exit_code == 1 and json.loads(res.output)["errors"] == 1
+
+
+def test_markdown_files_include_leaves_out_are_named_with_the_line_that_takes_them_in(make_kb) -> None:
+    kb = make_kb({
+        "guide.md": "# Guide\n\nSee [Install](install.mdx) and [[changelog]].\n",
+        # A Docusaurus page: MDX, with an import line and a component.
+        "install.mdx": "import Tabs from '@theme/Tabs';\n\n# Install\n\nRun the quokka installer twice.\n",
+        "changelog.markdown": "# Changelog\n\n1.0: first release.\n",
+        ".docusaurus/cache.mdx": "# Cache\n",  # excluded (a hidden folder): not counted
+        "site/index.html": "<html></html>",  # not Markdown: not counted
+    })
+    runner = CliRunner()
+    res = runner.invoke(cli, ["sync", "--kb", str(kb.root)])
+    assert res.exit_code == 0, res.output
+    hint = ('2 Markdown files are not indexed (1 .markdown, 1 .mdx): [kb] include has no pattern for '
+            'them; to index them, add "**/*.markdown", "**/*.mdx" to include in pinakes.toml')
+    assert f"note: {hint}" in res.stderr
+    assert json.loads(runner.invoke(cli, ["sync", "--kb", str(kb.root), "--json"]).stdout)["left_out"] == {
+        ".markdown": 1, ".mdx": 1}
+    # A later sync that finds its documents unchanged does not repeat it; doctor always does.
+    res = runner.invoke(cli, ["sync", "--kb", str(kb.root)])
+    assert "not indexed" not in res.output
+    assert kb.doctor()["left_out"] == {".markdown": 1, ".mdx": 1}
+    assert f"hint: {hint}" in runner.invoke(cli, ["doctor", "--kb", str(kb.root)]).output
+    # The line it gives works: the pages are indexed, and links to them resolve.
+    toml = kb.root / "pinakes.toml"
+    toml.write_text(toml.read_text("utf-8") + 'include = ["**/*.md", "**/*.markdown", "**/*.mdx"]\n', "utf-8")
+    kb = KB.open(kb.root)
+    res = runner.invoke(cli, ["sync", "--kb", str(kb.root)])
+    assert res.exit_code == 0 and "not indexed" not in res.output
+    assert kb.doctor()["left_out"] == {} and kb.doctor()["dangling"] == []
+    assert kb.search("quokka installer", k=1).hits[0].path == "install.mdx"

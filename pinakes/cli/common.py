@@ -91,6 +91,12 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
                        "the old path resolve through it; `pnk doctor` lists them)")
     for problem in report.problems:
         click.echo(click.style("  problem: ", fg="yellow") + problem, err=True)
+    # Said when the sync found nothing it had indexed before (a first sync, a rebuild, a KB of
+    # only .mdx pages), not on every later sync of a KB that leaves them out on purpose.
+    if getattr(report, "left_out", None) and not report.unchanged:
+        from ..sync import left_out_hint
+
+        click.echo("  note: " + left_out_hint(report.left_out), err=True)
     click.echo(summary_line)
     check = getattr(report, "channel", None)
     if check and check.get("checked"):  # graph_channel = "auto": the golden set was measured again

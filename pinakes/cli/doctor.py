@@ -50,6 +50,10 @@ def doctor(kb_path: str | None, json_: bool) -> None:
         for f in forms:
             if f.get("hint"):
                 click.echo(click.style(f"  hint: {f['hint']}", fg="yellow"))
+    if r.get("left_out"):
+        from ..sync import left_out_hint
+
+        click.echo(click.style(f"  hint: {left_out_hint(r['left_out'])}", fg="yellow"))
     if r.get("channel"):
         click.echo(f"  channel    {channel_line(r['channel'])}")
     from ..evaluation.calibration import in_force_line
