@@ -412,14 +412,23 @@ def _comments(state: StateCore) -> None:
     ``pnk doctor`` and false edges in the graph. The text stays indexed, as
     Obsidian's own search finds it; but a code block inside a comment is a
     plugin's data, not writing (:data:`_IN_COMMENT`). A comment may span paragraphs,
-    so the state runs on across the document's tokens in order; an unclosed
-    ``%%`` hides the rest of the note, as in Obsidian. Marks in a code span or
+    so the state runs on across the document's tokens in order. Only marks in
+    pairs open and close: a last, unclosed ``%%`` opens nothing. Obsidian would
+    hide the rest of the note, but outside a vault a lone ``%%`` is text ("write
+    %% for a literal percent sign" in a docs page), and taking it for a comment
+    would drop every link and code example after it. Marks in a code span or
     fence are code (not text tokens) and open nothing. Runs after the inline
     pass and the block references: it marks link and code-block tokens
     (``meta[_IN_COMMENT]``), which :func:`_collect_links` and
     :meth:`_Structure.from_tokens` leave out.
     """
-    inside = False
+    if _COMMENT not in state.src:
+        return
+    texts = [child for tok in state.tokens if tok.type == "inline" and tok.children
+             for child in tok.children if child.type == "text"]
+    marks = sum(t.content.count(_COMMENT) for t in texts)
+    usable = marks - marks % 2  # the marks that pair up
+    seen, inside = 0, False
     for tok in state.tokens:
         if tok.type in ("fence", "code_block"):
             if inside:  # a plugin's data (:data:`_IN_COMMENT`)
@@ -429,7 +438,9 @@ def _comments(state: StateCore) -> None:
             continue
         for child in tok.children:
             if child.type == "text":
-                inside ^= child.content.count(_COMMENT) % 2 == 1
+                n = child.content.count(_COMMENT)
+                inside ^= min(n, max(0, usable - seen)) % 2 == 1
+                seen += n
             elif inside and child.type in ("link_open", "wikilink", "tag"):
                 child.meta = {**(child.meta or {}), _IN_COMMENT: True}
 

@@ -163,6 +163,16 @@ def test_a_code_block_in_an_obsidian_comment_is_a_plugins_data_and_not_chunked()
         "## After the drawing") + 2
     # The headings stay the note's, the hidden one too (it is a heading of the reading view).
     assert [h.text for h in parsed.headings] == ["Text Elements", "Drawing", "After the drawing"]
+    # A docs page's lone %% is a percent sign, not a comment: its code examples stay.
+    page = parse_markdown(md("""
+        # printf
+        Write %% for a literal percent sign.
+
+        ```c
+        printf("100%%\\n");
+        ```
+        """))
+    assert "printf(" in page.chunks[0].text
 
 
 # -- front matter and title ------------------------------------------------------------
