@@ -133,7 +133,7 @@ def parse_markdown(
     lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
 
     try:
-        tokens = _parser().parse(src)
+        tokens = _parser().parse(_unindent_bodies(src, lines))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
@@ -184,6 +184,59 @@ def parse_markdown(
 # -- input normalisation and the parser ----------------------------------------
 
 _NEWLINES = re.compile(r"\r\n?")
+
+#: The opening line of a block whose body is indented under it: MkDocs (Python-Markdown)
+#: admonitions ``!!! note "Title"`` (one or more classes: ``!!! note inline end``),
+#: collapsible ``??? tip`` / ``???+ tip``, and content tabs ``=== "Linux"`` (a quoted
+#: label, always: a bare ``===`` is a setext heading's underline).
+_INDENTED_BLOCK = re.compile(
+    r'( *)(?:(?:!!!|\?\?\?\+?)(?:[ \t]+[\w-]+)+(?:[ \t]+"[^"]*")?|===[+!]?[ \t]+"[^"]*")[ \t]*$')
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def _unindent_bodies(src: str, lines: list[str]) -> str:
+    """The text the parser reads: ``src`` with each MkDocs block's body moved out by its indent.
+
+    CommonMark reads the four-space body of an admonition or a content tab as an indented
+    code block: its links are no links, its lists no lists. The body is what the page shows
+    as prose, so it is parsed unindented (nested blocks too, one level at a time). Only
+    leading spaces go: every line keeps its number, and a chunk's text is still the
+    file's own lines (:class:`_Chunker` cuts ``src``, not this). Lines in a fence, and
+    the front matter, are left alone.
+    """
+    if "!!!" not in src and "???" not in src and "===" not in src:
+        return src
+    out = list(lines)
+    start = 0
+    if out and out[0].rstrip() == "---":  # front matter: up to its closing line
+        start = next((i + 1 for i in range(1, len(out)) if out[i].rstrip() in ("---", "...")), 0)
+    fence = ""
+    changed = False
+    for i in range(start, len(out)):
+        line = out[i]
+        if fence:
+            if line.strip().startswith(fence):
+                fence = ""
+            continue
+        if m := _FENCE_LINE.match(line):
+            fence = m.group(1)
+            continue
+        m = _INDENTED_BLOCK.match(line)
+        if m is None:
+            continue
+        base = len(m.group(1))
+        for j in range(i + 1, len(out)):
+            body = out[j]
+            if not body.strip():
+                continue
+            if body.startswith(" " * (base + 4)):
+                out[j] = body[:base] + body[base + 4:]
+            elif body[:base] == " " * base and body[base:base + 1] == "\t":
+                out[j] = body[:base] + body[base + 1:]
+            else:
+                break
+            changed = True
+    return "\n".join(out) if changed else src
 
 
 def _normalize(text: object) -> str:

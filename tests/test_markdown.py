@@ -175,6 +175,48 @@ def test_a_code_block_in_an_obsidian_comment_is_a_plugins_data_and_not_chunked()
     assert "printf(" in page.chunks[0].text
 
 
+def test_mkdocs_admonition_and_tab_bodies_are_prose_not_indented_code() -> None:
+    doc = md("""
+        ---
+        title: Install
+        ---
+        # Install
+
+        !!! warning "Before you update"
+
+            Pulling power can leave the hub in [recovery mode](recovery.md).
+
+            ??? tip "Nested, collapsed"
+
+                See [[Restore]] first.
+
+        === "Linux"
+
+            Run the installer from [the CLI page](cli.md).
+
+        ```md
+        !!! note
+
+            [a syntax example](example.md) is code
+        ```
+
+            four spaces after a paragraph break: [code](code.md) still
+        """)
+    parsed = parse_markdown(doc)
+    lines = doc.split("\n")
+    assert [(lk.target, lines[lk.line - 1].strip()) for lk in parsed.links] == [
+        ("recovery.md", "Pulling power can leave the hub in [recovery mode](recovery.md)."),
+        ("Restore", "See [[Restore]] first."),
+        ("cli.md", "Run the installer from [the CLI page](cli.md)."),
+    ]
+    # The chunk is the file's own text, indentation and all.
+    (chunk,) = parsed.chunks
+    assert chunk.text == doc[doc.index("!!! warning"):].rstrip()
+    # A setext heading's "===" opens no block: the code under it stays code.
+    readme = parse_markdown("Usage\n===\n\n    pnk sync [docs](docs.md)\n")
+    assert readme.links == [] and readme.headings[0].text == "Usage"
+
+
 # -- front matter and title ------------------------------------------------------------
 
 
