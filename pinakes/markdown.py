@@ -133,7 +133,7 @@ def parse_markdown(
     lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
 
     try:
-        tokens = _parser().parse(_unindent_bodies(src, lines))
+        tokens = _parser().parse(_open_directives(_unindent_bodies(src, lines)))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
@@ -192,6 +192,56 @@ _NEWLINES = re.compile(r"\r\n?")
 _INDENTED_BLOCK = re.compile(
     r'( *)(?:(?:!!!|\?\?\?\+?)(?:[ \t]+[\w-]+)+(?:[ \t]+"[^"]*")?|===[+!]?[ \t]+"[^"]*")[ \t]*$')
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+#: MyST (Sphinx, Jupyter Book) directives whose body is prose the page shows: admonitions,
+#: dropdowns, tabs, cards. Others (``{code-block}``, ``{math}``, ``{toctree}``) stay fences.
+_PROSE_DIRECTIVES = frozenset("""admonition attention caution danger error hint important note
+    seealso tip warning versionadded versionchanged deprecated dropdown topic sidebar margin
+    tab-item card grid-item-card epigraph pull-quote highlights""".split())
+_DIRECTIVE = re.compile(r" {0,3}(`{3,}|~{3,})\{([\w-]+)\}")
+_DIRECTIVE_OPTION = re.compile(r"\s*:[\w-]+:")
+
+
+def _open_directives(src: str) -> str:
+    """The text the parser reads: a MyST prose directive's fence lines blanked, its body kept.
+
+    ````` ```{note} ````` ... ````` ``` ````` is a fence to CommonMark, so the note's
+    links were no links; MyST renders its body as Markdown. Blanking the two fence lines
+    (and the ``:class: tip`` option lines opening the body) parses the body as the page
+    shows it, every line keeping its number; a chunk's text is still the file's own
+    lines. A fence inside the body is a fence again; a directive inside an ordinary fence
+    (a syntax example) is left alone.
+    """
+    if "{" not in src or ("```{" not in src and "~~~{" not in src):
+        return src
+    out = src.split("\n")
+    outer = ""  # an ordinary fence being skipped
+    opened: list[str] = []  # the fence markers of the prose directives open around this line
+    options = False
+    for i, line in enumerate(out):
+        stripped = line.strip()
+        if outer:
+            if stripped.startswith(outer) and not stripped.strip(outer[0]):
+                outer = ""
+            continue
+        if opened and stripped.startswith(opened[-1]) and not stripped.strip(opened[-1][0]):
+            out[i] = ""
+            opened.pop()
+            options = False
+            continue
+        if options and _DIRECTIVE_OPTION.match(line):
+            out[i] = ""
+            continue
+        options = False
+        m = _DIRECTIVE.match(line)
+        if m and m.group(2) in _PROSE_DIRECTIVES:
+            out[i] = ""
+            opened.append(m.group(1))
+            options = True
+        elif f := _FENCE_LINE.match(line):
+            outer = f.group(1)
+    return "\n".join(out)
 
 
 def _unindent_bodies(src: str, lines: list[str]) -> str:

@@ -217,6 +217,43 @@ def test_mkdocs_admonition_and_tab_bodies_are_prose_not_indented_code() -> None:
     assert readme.links == [] and readme.headings[0].text == "Usage"
 
 
+def test_myst_prose_directives_are_read_as_markdown_and_code_directives_stay_code() -> None:
+    doc = md("""
+        # Install
+
+        ```{note}
+        :class: dropdown
+        Read [the setup page](setup.md) first.
+
+        ```python
+        print("[in code](code.md)")
+        ```
+        ```
+
+        ````{warning}
+        Nested:
+
+        ```{tip}
+        See [usage](usage.md).
+        ```
+        ````
+
+        ```{code-block} python
+        # [a comment](link.md)
+        ```
+
+        ```md
+        ```{note}
+        [a syntax example](example.md)
+        ```
+        """)
+    parsed = parse_markdown(doc)
+    lines = doc.split("\n")
+    assert [(lk.target, lines[lk.line - 1]) for lk in parsed.links] == [
+        ("setup.md", "Read [the setup page](setup.md) first."), ("usage.md", "See [usage](usage.md).")]
+    assert parsed.chunks[0].text.startswith("```{note}\n:class: dropdown\n")  # the file's own lines
+
+
 # -- front matter and title ------------------------------------------------------------
 
 
