@@ -215,17 +215,17 @@ def _open_directives(src: str) -> str:
     """
     if "{" not in src or ("```{" not in src and "~~~{" not in src):
         return src
-    out = src.split("\n")
+    lines = src.split("\n")
+    out = list(lines)
     outer = ""  # an ordinary fence being skipped
     opened: list[str] = []  # the fence markers of the prose directives open around this line
     options = False
     for i, line in enumerate(out):
-        stripped = line.strip()
         if outer:
-            if stripped.startswith(outer) and not stripped.strip(outer[0]):
+            if _is_closing_fence(line, outer):
                 outer = ""
             continue
-        if opened and stripped.startswith(opened[-1]) and not stripped.strip(opened[-1][0]):
+        if opened and _is_closing_fence(line, opened[-1]):
             out[i] = ""
             opened.pop()
             options = False
@@ -241,7 +241,7 @@ def _open_directives(src: str) -> str:
             options = True
         elif f := _FENCE_LINE.match(line):
             outer = f.group(1)
-    return "\n".join(out)
+    return "\n".join(out) if out != lines else src
 
 
 def _unindent_bodies(src: str, lines: list[str]) -> str:
@@ -265,7 +265,7 @@ def _unindent_bodies(src: str, lines: list[str]) -> str:
     for i in range(start, len(out)):
         line = out[i]
         if fence:
-            if line.strip().startswith(fence):
+            if _is_closing_fence(line, fence):
                 fence = ""
             continue
         if m := _FENCE_LINE.match(line):

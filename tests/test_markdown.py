@@ -215,6 +215,10 @@ def test_mkdocs_admonition_and_tab_bodies_are_prose_not_indented_code() -> None:
     # A setext heading's "===" opens no block: the code under it stays code.
     readme = parse_markdown("Usage\n===\n\n    pnk sync [docs](docs.md)\n")
     assert readme.links == [] and readme.headings[0].text == "Usage"
+    # A fence ends only at a closing fence: "```python" inside one closes nothing, so the
+    # admonition after the real close is read.
+    fenced = parse_markdown("```md\n```python\n```\n\n!!! note\n\n    [after it](b.md)\n")
+    assert [lk.target for lk in fenced.links] == ["b.md"]
 
 
 def test_myst_prose_directives_are_read_as_markdown_and_code_directives_stay_code() -> None:
