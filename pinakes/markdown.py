@@ -22,6 +22,7 @@ import functools
 import itertools
 import math
 import re
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -132,8 +133,12 @@ def parse_markdown(
     budget = max(1, int(max_tokens))
     lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
 
+    # Hugo's TOML front matter (+++ ... +++) is read as the YAML kind is: its lines are no
+    # text, its keys the note's. The parser sees it fenced as YAML (same lines, same numbers).
+    toml_end = _toml_front_matter_end(lines)
+    view = src if toml_end is None else "\n".join(["---", *lines[1:toml_end], "---", *lines[toml_end + 1:]])
     try:
-        tokens = _parser().parse(_open_directives(_unindent_bodies(src, lines)))
+        tokens = _parser().parse(_open_directives(_unindent_bodies(view, view.split("\n"))))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
@@ -144,7 +149,8 @@ def parse_markdown(
     property_links: list[Link] = []
     own_lines: set[int] = set()  # ``alias::`` lines: names of this page, not links from it
     if structure.front_matter is not None:
-        front_matter, fm_error = _load_front_matter(structure.front_matter.content)
+        load = _load_front_matter if toml_end is None else _load_toml_front_matter
+        front_matter, fm_error = load(structure.front_matter.content)
         property_links = _front_matter_links(front_matter, structure.front_matter.content)
     else:
         front_matter, property_links, own_lines = _page_properties(lines, structure)
@@ -836,6 +842,34 @@ def _load_front_matter(content: str) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if not isinstance(data, dict):
         return {}, f"line 2: front matter must be a mapping, not {_yaml_kind(data)}"
+    try:
+        plain = _to_plain(data, 0, [0])
+    except (_TooComplex, RecursionError):
+        return {}, "line 2: front matter is too deeply nested or too large"
+    return plain, None
+
+
+def _toml_front_matter_end(lines: list[str]) -> int | None:
+    """The line closing a TOML front matter (Hugo's ``+++`` fences), or None when there is none."""
+    if not lines or lines[0].rstrip() != "+++":
+        return None
+    return next((i for i in range(1, len(lines)) if lines[i].rstrip() == "+++"), None)
+
+
+_TOML_LINE = re.compile(r"at line (\d+)")
+
+
+def _load_toml_front_matter(content: str) -> tuple[dict[str, Any], str | None]:
+    """Parse TOML front matter (Hugo's ``+++``) as :func:`_load_front_matter` parses YAML.
+
+    Dates and times become ISO strings, as YAML's do; an error names the file line.
+    """
+    try:
+        data = tomllib.loads(content)
+    except tomllib.TOMLDecodeError as exc:
+        m = _TOML_LINE.search(str(exc))
+        line = int(m.group(1)) + 1 if m else 2
+        return {}, f"line {line}: {str(exc).split(' (at ')[0]}"
     try:
         plain = _to_plain(data, 0, [0])
     except (_TooComplex, RecursionError):

@@ -284,6 +284,35 @@ def test_front_matter_parsed_to_plain_data_and_excluded_from_chunks() -> None:
     assert result.chunks == [Chunk(0, (), "Body text.", 8, 8)]  # lines count the front matter
 
 
+def test_hugo_toml_front_matter_is_read_like_yaml() -> None:
+    doc = md("""
+        +++
+        title = "Installing the hub"
+        date = 2024-05-01T10:00:00Z
+        tags = ["setup", "hub"]
+        related = "[[Networking]]"
+        [params]
+        weight = 10
+        +++
+
+        Plug the hub in. See [networking](networking.md).
+    """)
+    result = parse_markdown(doc)
+    assert result.front_matter == {"title": "Installing the hub", "date": "2024-05-01T10:00:00+00:00",
+                                   "tags": ["setup", "hub"], "related": "[[Networking]]",
+                                   "params": {"weight": 10}}
+    assert result.title == "Installing the hub" and result.front_matter_error is None
+    assert result.chunks == [Chunk(0, (), "Plug the hub in. See [networking](networking.md).", 10, 10)]
+    assert [(lk.target, lk.kind, lk.line) for lk in result.links] == [
+        ("Networking", "property", 5), ("networking.md", "inline", 10)]
+    # A mistake names its file line, and the fenced lines are still no text.
+    bad = parse_markdown('+++\ntitle = "Hub\nweight = 1\n+++\n# Hub\n\ntext\n')
+    assert bad.front_matter == {} and bad.front_matter_error.startswith("line 2: ")
+    assert [c.text for c in bad.chunks] == ["text"] and bad.title == "Hub"
+    # "+++" with no closing line is text, as "---" is.
+    assert [c.text for c in parse_markdown("+++\nnot front matter\n").chunks] == ["+++\nnot front matter"]
+
+
 def test_malformed_front_matter_reports_file_line() -> None:
     doc = "---\ntitle: ok\nbad: x: y\n---\n# Heading\n\ntext\n"
     result = parse_markdown(doc)
