@@ -35,7 +35,9 @@ SCHEMA_VERSION = "11"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_
 # 8: a link whose sentence says next to nothing takes its context from the sentence before;
 # 9: the full-text index holds text folded to NFKC ("CO₂" as "CO2"; pinakes.text.fold);
 # 10: Logseq block references ((uuid)) link to the page declaring the id, and a bare tags::
-# value no page answers is a plain tag; 11: a link in an Obsidian comment (%% ... %%) is none
+# value no page answers is a plain tag; 11: other tools' files read as their tools show them
+# (an Obsidian comment's links and plugin data, MkDocs admonition and MyST directive bodies,
+# Hugo's TOML front matter), and .mdx a note suffix
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
