@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .dialects import FORMS
-from .fsutil import WalkProblem, walk_kb
+from .fsutil import WalkProblem, markdown_left_out, walk_kb
 from .graph import top_hubs
 from .health import mark_damaged, verify_index
 from .links import DOC_SUFFIXES, SIDECAR, SOFT_REASONS, FleetLookup, fleet_refine
@@ -98,7 +97,8 @@ def diagnose(kb: KB) -> dict[str, Any]:
             _disagreements(d, report)
         report["problems"] = [f"{p}: {m}" for p, m in store.document_problems()]
     report["orphan_sidecars"] = _orphans(kb, sidecar_paths)
-    report["left_out"] = _left_out(kb)
+    # Markdown files no include pattern names, by suffix (a nudge: .mdx pages).
+    report["left_out"] = markdown_left_out(kb.root, list(kb.config.kb["include"]), list(kb.config.kb["exclude"]))
     report["uncommitted_deep_links"] = _uncommitted_deep_links(kb, store)
     # Graph hubs: the highest-degree shared-value nodes; a tag on most documents is
     # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).
@@ -310,15 +310,6 @@ def _tags(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(t) for t in value if isinstance(t, str | int | float)]
     return []
-
-
-def _left_out(kb: KB) -> dict[str, int]:
-    """Markdown files no ``include`` pattern names, by suffix (a nudge: ``.mdx`` pages)."""
-    counts: Counter[str] = Counter()
-    for _ in walk_kb(kb.root, list(kb.config.kb["include"]), list(kb.config.kb["exclude"]), [],
-                     left_out=counts):
-        pass
-    return dict(sorted(counts.items()))
 
 
 def _orphans(kb: KB, known: set[str]) -> list[str]:

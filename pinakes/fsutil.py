@@ -160,6 +160,17 @@ def uncovered_suffixes(include: Iterable[str]) -> frozenset[str]:
                      if not any(p.lower().endswith(sfx) or p.endswith("*") for p in patterns))
 
 
+def markdown_left_out(root: Path, include: list[str], exclude: list[str]) -> dict[str, int]:
+    """The Markdown files under ``root`` that ``include`` has no pattern for, by suffix.
+
+    ``pnk init`` includes them from the start; ``pnk doctor`` names them (``.mdx`` pages).
+    """
+    counts: Counter[str] = Counter()
+    for _ in walk_kb(root, include, exclude, [], left_out=counts):
+        pass
+    return dict(sorted(counts.items()))
+
+
 def walk_kb(
     root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem],
     strays: list[tuple[str, str]] | None = None, left_out: Counter[str] | None = None,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import plugins
-from .config import CONFIG_NAME, TEMPLATE, Config, load_config, slugify
+from .config import CONFIG_NAME, DEFAULTS, TEMPLATE, Config, load_config, slugify
 from .config import find_kb_root as _find_root
 from .errors import (
     AmbiguousDocument,
@@ -28,7 +28,7 @@ from .errors import (
     PinakesError,
     UnknownEmbedder,
 )
-from .fsutil import atomic_write
+from .fsutil import atomic_write, markdown_left_out
 from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
 from .store import Store, damage_error, note_once
@@ -118,6 +118,14 @@ class KB:
             raise KBNotFound(f"{cfg} already exists; not overwriting it")
         slug = slugify(name or root.name)
         text = TEMPLATE.format(name=slug)
+        found = markdown_left_out(root, list(DEFAULTS["kb"]["include"]), list(DEFAULTS["kb"]["exclude"]))
+        if found:
+            # A Docusaurus or Nextra folder is .mdx pages: include them from the start rather
+            # than index none and say so after the first sync.
+            include = ", ".join(f'"**/*{sfx}"' for sfx in (".md", *found))
+            counts = ", ".join(f"{n} {sfx}" for sfx, n in found.items())
+            text = text.replace('# include = ["**/*.md"]\n',
+                                f"include = [{include}]  # pnk init found {counts} files\n", 1)
         if template:
             from .templates import apply_template
 

@@ -114,3 +114,29 @@ def test_markdown_files_include_leaves_out_are_named_with_the_line_that_takes_th
     assert res.exit_code == 0 and "not indexed" not in res.output
     assert kb.doctor()["left_out"] == {} and kb.doctor()["dangling"] == []
     assert kb.search("quokka installer", k=1).hits[0].path == "install.mdx"
+
+
+def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "docs" / "intro.mdx").write_text("# Intro\n\nThe quokka tour starts here.\n", "utf-8")
+    (site / "docs" / "api.mdx").write_text("# API\n\nCalls.\n", "utf-8")
+    (site / "README.md").write_text("# Site\n", "utf-8")
+    (site / "node_modules" / "pkg").mkdir(parents=True)
+    (site / "node_modules" / "pkg" / "readme.mdx").write_text("# Vendored\n", "utf-8")  # excluded
+    runner = CliRunner()
+    res = runner.invoke(cli, ["init", str(site)])
+    assert res.exit_code == 0, res.output
+    assert 'include = ["**/*.md", "**/*.mdx"]' in res.output
+    kb = KB.open(site)
+    assert kb.config.kb["include"] == ["**/*.md", "**/*.mdx"]
+    assert 'include = ["**/*.md", "**/*.mdx"]  # pnk init found 2 .mdx files' in (
+        site / "pinakes.toml").read_text("utf-8")
+    res = runner.invoke(cli, ["sync", "--kb", str(site)])
+    assert res.exit_code == 0 and "3 added" in res.output and "not indexed" not in res.output
+    # A folder of .md files only keeps the default, written as a comment.
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    (plain / "a.md").write_text("# A\n", "utf-8")
+    assert runner.invoke(cli, ["init", str(plain)]).exit_code == 0
+    assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")

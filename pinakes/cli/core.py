@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -36,6 +37,9 @@ def init(directory: Path, name: str | None, template: str | None = None) -> None
     """
     kb = KB.init(directory, name=name, template=template)
     click.echo(f"Created {kb.root / 'pinakes.toml'} (kb name: {kb.name}).")
+    include = list(kb.config.kb["include"])
+    if include != ["**/*.md"]:  # KB.init found .mdx (or .markdown) pages and lists them
+        click.echo(f"Found Markdown files besides .md; pinakes.toml includes them: include = {json.dumps(include)}")
     click.echo("Commit pinakes.toml, your documents and their .pnk.yaml sidecars; .pinakes/ (the index) "
                "is derived and git-ignored. `pnk ask` records what it spends in .pinakes-ledger/: "
                "commit that too.")
