@@ -253,11 +253,20 @@ def _env() -> dict[str, str]:
     return env
 
 
+#: Run argv[1:] with SIGINT at its default disposition (see Proc).
+_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 class Proc:
     """`pnk sync --watch --json` with its stdout lines gathered by a thread."""
 
     def __init__(self, root: Path) -> None:
-        self.p = subprocess.Popen([PNK, "sync", "--watch", "--json", "--kb", str(root)],
+        # Started as a terminal starts it, with Ctrl-C's default: a shell's background job (the
+        # suite run as `bash scripts/test.sh &`) has SIGINT ignored, an ignored signal stays
+        # ignored across exec, and Python then installs no KeyboardInterrupt handler at all.
+        self.p = subprocess.Popen([sys.executable, "-c", _DEFAULT_SIGINT, PNK, "sync", "--watch", "--json",
+                                   "--kb", str(root)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
         self.lines: queue.Queue[dict] = queue.Queue()
         self.seen: list[dict] = []
