@@ -95,7 +95,8 @@ def diagnose(kb: KB) -> dict[str, Any]:
         sidecar_paths = {d["sidecar_path"] for d in docs}
         for d in docs:
             _disagreements(d, report)
-        report["problems"] = [f"{p}: {m}" for p, m in store.document_problems()]
+        # A problem with a line already names its file ("a.md:3: ..."): not twice.
+        report["problems"] = [m if m.startswith(f"{p}:") else f"{p}: {m}" for p, m in store.document_problems()]
     report["orphan_sidecars"] = _orphans(kb, sidecar_paths)
     # Markdown files no include pattern names, by suffix (a nudge: .mdx pages).
     report["left_out"] = markdown_left_out(kb.root, list(kb.config.kb["include"]), list(kb.config.kb["exclude"]))

@@ -140,3 +140,12 @@ def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
     (plain / "a.md").write_text("# A\n", "utf-8")
     assert runner.invoke(cli, ["init", str(plain)]).exit_code == 0
     assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")
+
+
+def test_a_problem_with_a_line_names_its_file_once(make_kb) -> None:
+    kb = make_kb({"a.md": "---\ntitle: ok\nbad: x: y\n---\nbody\n",
+                  "big.md": "x" * 2_000_000}, config="max_file_mb = 1\n")
+    kb.sync()
+    problems = kb.doctor()["problems"]
+    assert "a.md:3: mapping values are not allowed here" in problems
+    assert any(p.startswith("big.md: ") for p in problems)  # no line: the file is named once too
