@@ -842,11 +842,15 @@ def _load_front_matter(content: str) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if not isinstance(data, dict):
         return {}, f"line 2: front matter must be a mapping, not {_yaml_kind(data)}"
+    return _plain_front_matter(data)
+
+
+def _plain_front_matter(data: dict[Any, Any]) -> tuple[dict[str, Any], str | None]:
+    """Parsed front matter (YAML's or TOML's) as plain JSON-like data, or why it is refused."""
     try:
-        plain = _to_plain(data, 0, [0])
+        return _to_plain(data, 0, [0]), None
     except (_TooComplex, RecursionError):
         return {}, "line 2: front matter is too deeply nested or too large"
-    return plain, None
 
 
 def _toml_front_matter_end(lines: list[str]) -> int | None:
@@ -870,11 +874,7 @@ def _load_toml_front_matter(content: str) -> tuple[dict[str, Any], str | None]:
         m = _TOML_LINE.search(str(exc))
         line = int(m.group(1)) + 1 if m else 2
         return {}, f"line {line}: {str(exc).split(' (at ')[0]}"
-    try:
-        plain = _to_plain(data, 0, [0])
-    except (_TooComplex, RecursionError):
-        return {}, "line 2: front matter is too deeply nested or too large"
-    return plain, None
+    return _plain_front_matter(data)
 
 
 def _yaml_kind(value: object) -> str:
