@@ -133,12 +133,9 @@ def parse_markdown(
     budget = max(1, int(max_tokens))
     lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
 
-    # Hugo's TOML front matter (+++ ... +++) is read as the YAML kind is: its lines are no
-    # text, its keys the note's. The parser sees it fenced as YAML (same lines, same numbers).
-    toml_end = _toml_front_matter_end(lines)
-    view = src if toml_end is None else "\n".join(["---", *lines[1:toml_end], "---", *lines[toml_end + 1:]])
+    toml_end = _front_matter_end(lines, "+++")
     try:
-        tokens = _parser().parse(_open_directives(_unindent_bodies(view, view.split("\n"))))
+        tokens = _parser().parse(_parse_view(src, lines, toml_end))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
@@ -200,6 +197,23 @@ _INDENTED_BLOCK = re.compile(
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
+def _parse_view(src: str, lines: list[str], toml_end: int | None) -> str:
+    """The text markdown-it parses: ``src`` as the tool it was written for shows it.
+
+    Hugo's TOML front matter (``+++`` ... ``+++``) is fenced as YAML's, so its lines are no
+    text (:func:`_load_toml_front_matter` reads its keys); MkDocs bodies are unindented
+    (:func:`_unindent_bodies`) and MyST prose directives opened (:func:`_open_directives`).
+    Each changes whole lines only, on one copy: every line keeps its number, and a chunk's
+    text is still the file's own lines (:class:`_Chunker` cuts ``src``, not this).
+    """
+    out = list(lines)
+    if toml_end is not None:
+        out[0] = out[toml_end] = "---"
+    moved = _unindent_bodies(src, out)
+    opened = _open_directives(src, out)
+    return "\n".join(out) if toml_end is not None or moved or opened else src
+
+
 #: MyST (Sphinx, Jupyter Book) directives whose body is prose the page shows: admonitions,
 #: dropdowns, tabs, cards. Others (``{code-block}``, ``{math}``, ``{toctree}``) stay fences.
 _PROSE_DIRECTIVES = frozenset("""admonition attention caution danger error hint important note
@@ -209,8 +223,9 @@ _DIRECTIVE = re.compile(r" {0,3}(`{3,}|~{3,})\{([\w-]+)\}")
 _DIRECTIVE_OPTION = re.compile(r"\s*:[\w-]+:")
 
 
-def _open_directives(src: str) -> str:
-    """The text the parser reads: a MyST prose directive's fence lines blanked, its body kept.
+def _open_directives(src: str, out: list[str]) -> bool:
+    """Blank a MyST prose directive's fence lines in ``out`` (``src``'s lines), keeping its body;
+    whether any was.
 
     ````` ```{note} ````` ... ````` ``` ````` is a fence to CommonMark, so the note's
     links were no links; MyST renders its body as Markdown. Blanking the two fence lines
@@ -219,10 +234,9 @@ def _open_directives(src: str) -> str:
     lines. A fence inside the body is a fence again; a directive inside an ordinary fence
     (a syntax example) is left alone.
     """
-    if "{" not in src or ("```{" not in src and "~~~{" not in src):
-        return src
-    lines = src.split("\n")
-    out = list(lines)
+    if "```{" not in src and "~~~{" not in src:
+        return False
+    changed = False
     outer = ""  # an ordinary fence being skipped
     opened: list[str] = []  # the fence markers of the prose directives open around this line
     options = False
@@ -232,7 +246,7 @@ def _open_directives(src: str) -> str:
                 outer = ""
             continue
         if opened and _is_closing_fence(line, opened[-1]):
-            out[i] = ""
+            out[i], changed = "", True
             opened.pop()
             options = False
             continue
@@ -242,30 +256,26 @@ def _open_directives(src: str) -> str:
         options = False
         m = _DIRECTIVE.match(line)
         if m and m.group(2) in _PROSE_DIRECTIVES:
-            out[i] = ""
+            out[i], changed = "", True
             opened.append(m.group(1))
             options = True
         elif f := _FENCE_LINE.match(line):
             outer = f.group(1)
-    return "\n".join(out) if out != lines else src
+    return changed
 
 
-def _unindent_bodies(src: str, lines: list[str]) -> str:
-    """The text the parser reads: ``src`` with each MkDocs block's body moved out by its indent.
+def _unindent_bodies(src: str, out: list[str]) -> bool:
+    """Move each MkDocs block's body in ``out`` (``src``'s lines) out by its indent; whether any moved.
 
     CommonMark reads the four-space body of an admonition or a content tab as an indented
     code block: its links are no links, its lists no lists. The body is what the page shows
     as prose, so it is parsed unindented (nested blocks too, one level at a time). Only
-    leading spaces go: every line keeps its number, and a chunk's text is still the
-    file's own lines (:class:`_Chunker` cuts ``src``, not this). Lines in a fence, and
-    the front matter, are left alone.
+    leading spaces go. Lines in a fence, and the front matter, are left alone.
     """
     if "!!!" not in src and "???" not in src and "===" not in src:
-        return src
-    out = list(lines)
-    start = 0
-    if out and out[0].rstrip() == "---":  # front matter: up to its closing line
-        start = next((i + 1 for i in range(1, len(out)) if out[i].rstrip() in ("---", "...")), 0)
+        return False
+    end = _front_matter_end(out, "---", "...")
+    start = 0 if end is None else end + 1
     fence = ""
     changed = False
     for i in range(start, len(out)):
@@ -292,7 +302,7 @@ def _unindent_bodies(src: str, lines: list[str]) -> str:
             else:
                 break
             changed = True
-    return "\n".join(out) if changed else src
+    return changed
 
 
 def _normalize(text: object) -> str:
@@ -533,9 +543,8 @@ def _comments(state: StateCore) -> None:
     """
     if _COMMENT not in state.src:
         return
-    texts = [child for tok in state.tokens if tok.type == "inline" and tok.children
-             for child in tok.children if child.type == "text"]
-    marks = sum(t.content.count(_COMMENT) for t in texts)
+    marks = sum(child.content.count(_COMMENT) for tok in state.tokens if tok.type == "inline" and tok.children
+                for child in tok.children if child.type == "text")
     usable = marks - marks % 2  # the marks that pair up
     seen, inside = 0, False
     for tok in state.tokens:
@@ -853,11 +862,13 @@ def _plain_front_matter(data: dict[Any, Any]) -> tuple[dict[str, Any], str | Non
         return {}, "line 2: front matter is too deeply nested or too large"
 
 
-def _toml_front_matter_end(lines: list[str]) -> int | None:
-    """The line closing a TOML front matter (Hugo's ``+++`` fences), or None when there is none."""
-    if not lines or lines[0].rstrip() != "+++":
+def _front_matter_end(lines: list[str], fence: str, *closers: str) -> int | None:
+    """The line closing a front matter opened by ``fence`` on the first line (``+++``: Hugo's
+    TOML; ``---``: YAML, which may also close with ``...``), or None when there is none."""
+    if not lines or lines[0].rstrip() != fence:
         return None
-    return next((i for i in range(1, len(lines)) if lines[i].rstrip() == "+++"), None)
+    ends = (fence, *closers)
+    return next((i for i in range(1, len(lines)) if lines[i].rstrip() in ends), None)
 
 
 _TOML_LINE = re.compile(r"at line (\d+)")
