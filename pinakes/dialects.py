@@ -74,7 +74,15 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: match: a path beats a file name, a file name beats a title (what every note tool
 #: does: the file is the note), a title beats an alias, and the looser readings
 #: (namespaces spelled in file names, journal dates, note ids, Logseq block ids) come last.
-NAME_TIERS = ("path", "name", "suffix", "title", "alias", "namespace", "date", "id", "block")
+#: ``folder`` and ``readme`` name a folder's own page, which only a suffixless path or a
+#: folder link (``[Guide](guide/)``) reaches, after the path itself.
+NAME_TIERS = ("path", "folder", "readme", "name", "suffix", "title", "alias", "namespace", "date",
+              "id", "block")
+
+#: The file names (folded, no suffix) of the page a site generator serves for its folder:
+#: ``index.md`` (MkDocs, VitePress, Docusaurus, Sphinx), ``_index.md`` (a Hugo section).
+#: ``README.md`` (what GitHub shows for a folder; MkDocs' fallback) answers only after them.
+_FOLDER_PAGES = ("index", "_index")
 
 _WS = re.compile(r"\s+")
 
@@ -253,7 +261,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
 
     ``notes/Topic/Alpha Beta.md`` titled "Alpha" with ``aliases: [AB]`` answers to
     ``notes/topic/alpha beta`` (path), ``alpha beta`` (name), ``topic/alpha beta``
-    (suffix), ``alpha`` (title) and ``ab`` (alias); a Logseq page
+    (suffix), ``alpha`` (title) and ``ab`` (alias); ``guide/index.md`` also to
+    ``guide`` (folder), ``guide/README.md`` to ``guide`` (readme); a Logseq page
     ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
     ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
     ``202301011200 Idea.md`` to ``id:202301011200``; a Logseq page declaring the
@@ -275,6 +284,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
         add(fold(decoded), "name")
     for i in range(1, len(parts) - 1):
         add(fold("/".join(parts[i:])), "suffix")
+    if len(parts) > 1 and fold(stem) in (*_FOLDER_PAGES, "readme"):
+        add(fold("/".join(parts[:-1])), "readme" if fold(stem) == "readme" else "folder")
     if title:
         add(fold(title), "title")
     for alias in doc_aliases(front_matter):

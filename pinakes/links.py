@@ -94,12 +94,14 @@ class Target:
     """How a written target resolves.
 
     ``kind`` is ``path`` (a Markdown path), ``guess`` (a Markdown path written
-    without a suffix: ``note`` for ``note.md``), ``id``, ``wiki`` (a name:
-    wikilinks, embeds, property links), ``tag`` or ``kb``; ``key`` is the
-    normalised target. ``alt`` is a second reading tried when the first does
-    not resolve: for ``[[a|b]]`` the part after ``|`` (Dendron writes the alias
-    first), for a Markdown path written without ``./`` or ``../`` the path as
-    written (Obsidian writes paths from the vault root, or just a file name).
+    without a suffix: ``note`` for ``note.md``, a folder ``guide/``, a built page
+    ``guide.html``), ``id``, ``wiki`` (a name: wikilinks, embeds, property links),
+    ``tag`` or ``kb``; ``key`` is the normalised target. ``alt`` is a second
+    reading tried when the first does not resolve: for ``[[a|b]]`` the part after
+    ``|`` (Dendron writes the alias first), for a Markdown path written without
+    ``./`` or ``../`` the path as written (Obsidian writes paths from the vault
+    root, or just a file name), and so for a site route (``/posts/first/``), whose
+    site may be built from a folder of the KB (Hugo's ``content/``).
     """
 
     kind: str
@@ -159,11 +161,24 @@ def classify(raw: str, source_rel: str, own_kb: str, *, wiki: bool = False,
     if path.lower().endswith(DOC_SUFFIXES):
         return Target("path", kb_path(path, source_rel, root_relative=root_relative,
                                       bundle_root=bundle_root), path if plain else "")
-    if path.endswith(("/", "\\")) or "." in path.rsplit("/", 1)[-1]:
-        return None  # images, PDFs, folders: not documents
-    guess = path + ".md"  # Foam, Obsidian and many site generators leave the suffix out
+    page = path.rstrip("/\\")
+    last = page.replace("\\", "/").rsplit("/", 1)[-1]
+    if last in ("", ".", ".."):
+        return None  # the KB root or a parent folder: no one page
+    site = _SITE_PAGE.search(last)
+    if site:
+        page = page[: len(page) - len(site.group(0))]  # a built page names its Markdown source
+    elif "." in last and page == path:
+        return None  # images, PDFs: not documents
+    # Foam, Obsidian and site generators leave the suffix out; a folder link (guide/) names
+    # that folder's page, found by the folder tiers when no guide.md answers.
+    guess = page + ".md"
     return Target("guess", kb_path(guess, source_rel, root_relative=root_relative,
-                                   bundle_root=bundle_root), guess if plain else "")
+                                   bundle_root=bundle_root), guess if plain or root_relative else "")
+
+
+#: A link to the page a site generator built from a Markdown file: ``install.html``.
+_SITE_PAGE = re.compile(r"\.html?$", re.IGNORECASE)
 
 
 def kb_path(path: str, source_rel: str, *, root_relative: bool = False, bundle_root: str = "") -> str:
@@ -368,7 +383,7 @@ class Resolver:
             if kind in ("path", "guess"):
                 if not is_outside(key):
                     paths.add(key)
-                names.update(n for _, n in _path_lookups(key, alt))
+                names.update(n for _, n in _path_lookups(kind, key, alt))
             elif kind == "id" and is_ulid(key):
                 ids.add(key)
             elif kind in ("wiki", "tag"):
@@ -454,7 +469,7 @@ class Resolver:
             return Answer(by_path[key], None)
         if escapes_via_symlink(self.root, key):
             return Answer(None, "outside-kb")
-        ulid, _tier, _ambiguous = _pick(_path_lookups(key, alt), by_name, src, "", key)
+        ulid, _tier, _ambiguous = _pick(_path_lookups(kind, key, alt), by_name, src, "", key)
         if ulid is not None:
             return Answer(ulid, None)
         return Answer(None, "no-document" if kind == "guess" else "missing-file")
@@ -515,9 +530,17 @@ def _wiki_lookups(key: str, src: str) -> tuple[list[tuple[str, str]], list[str]]
     return lookups, paths
 
 
-def _path_lookups(key: str, alt: str) -> list[tuple[str, str]]:
-    """The name lookups of a Markdown path once the exact path failed (see ``Resolver._path``)."""
-    lookups = [("path", fold(strip_suffix(key)))] if key and not is_outside(key) else []
+def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
+    """The name lookups of a Markdown path once the exact path failed (see ``Resolver._path``).
+
+    A path written without its suffix (``kind`` ``guess``) may name a folder's own page:
+    ``/guide/`` or ``/guide`` is ``guide/index.md`` when no ``guide.md`` answers, as every
+    site generator serves it (then ``guide/README.md``, as GitHub shows a folder). A path
+    written with its suffix names that file only.
+    """
+    base = fold(strip_suffix(key)) if key and not is_outside(key) else ""
+    tiers = ("path", "folder", "readme") if kind == "guess" else ("path",)
+    lookups = [(tier, base) for tier in tiers] if base else []
     if alt:
         from_root = kb_path(alt, "", root_relative=True)
         if from_root and not is_outside(from_root):

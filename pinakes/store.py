@@ -30,14 +30,15 @@ from .errors import IndexDamaged, NotSynced, StoreBusy
 from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "11"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
+SCHEMA_VERSION = "12"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
 # context and the link_names table (note dialects); 7: moves, vector and chunk-row checksums;
 # 8: a link whose sentence says next to nothing takes its context from the sentence before;
 # 9: the full-text index holds text folded to NFKC ("CO₂" as "CO2"; pinakes.text.fold);
 # 10: Logseq block references ((uuid)) link to the page declaring the id, and a bare tags::
 # value no page answers is a plain tag; 11: other tools' files read as their tools show them
 # (an Obsidian comment's links and plugin data, MkDocs admonition and MyST directive bodies,
-# Hugo's TOML front matter), and .mdx a note suffix
+# Hugo's TOML front matter), and .mdx a note suffix; 12: a folder link (guide/), a built page
+# (guide.html) and a site route (/posts/first/) reach the page a site generator serves
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",

@@ -403,10 +403,45 @@ def test_markdown_paths_resolve_case_insensitively_and_without_suffix(make_kb) -
     assert links_of(kb, "guide/intro.md") == [
         ("README.md", "markdown", "guide/readme.md"),
         ("setup", "markdown", "guide/setup.md"),
+        ("../api/", "markdown", "no-document"),  # a folder with no page of its own
         ("../LICENSE", "markdown", "no-document"),  # no suffix and no note: kept, not dangling
         ("gone", "markdown", "no-document"),
     ]
     assert [d["target"] for d in kb.doctor()["dangling"]] == []
+
+
+def test_site_generator_links_reach_the_page_they_serve(make_kb) -> None:
+    """A folder link is the folder's page, a built page its Markdown source, a site route its
+    page under the folder the site is built from; a path written with its suffix stays strict."""
+    kb = make_kb({
+        "docs/intro.md": "# Intro\n\n[guide](guide/), [reference](guide/reference/), [both](both/), "
+                         "[install](guide/install.html), [post](/posts/first/), [file](guide.md), "
+                         "[setup](setup/), [later](later/), [up](../), [root](/)\n",
+        "docs/guide/index.md": "# Guide\n\ng\n",
+        "docs/guide/install.md": "# Install\n\ni\n",
+        "docs/guide/reference/README.md": "# Reference\n\nr\n",
+        "docs/both/index.md": "# Both index\n\nb\n",
+        "docs/both/README.md": "# Both readme\n\nb\n",
+        "docs/setup.md": "# Setup\n\ns\n",
+        "docs/setup/index.md": "# Setup folder\n\ns\n",
+        "content/posts/first.md": "+++\ntitle = \"First\"\n+++\nf\n",
+    })
+    kb.sync()
+    assert links_of(kb, "docs/intro.md") == [
+        ("guide/", "markdown", "docs/guide/index.md"),
+        ("guide/reference/", "markdown", "docs/guide/reference/README.md"),
+        ("both/", "markdown", "docs/both/index.md"),  # the site's page before GitHub's
+        ("guide/install.html", "markdown", "docs/guide/install.md"),
+        ("/posts/first/", "markdown", "content/posts/first.md"),  # Hugo builds from content/
+        ("guide.md", "markdown", "missing-file"),  # a file named with its suffix: that file only
+        ("setup/", "markdown", "docs/setup.md"),  # a page of that name first
+        ("later/", "markdown", "no-document"),
+    ]
+    later = kb.root / "docs" / "later"
+    later.mkdir()
+    (later / "_index.md").write_text("# Later\n\nl\n", "utf-8")
+    kb.sync()  # a folder gaining its page re-resolves the links to the folder
+    assert links_of(kb, "docs/intro.md")[-1] == ("later/", "markdown", "docs/later/_index.md")
 
 
 BAD = {
