@@ -202,20 +202,25 @@ def _parse_view(src: str, lines: list[str], toml_end: int | None) -> str:
 
     Hugo's TOML front matter (``+++`` ... ``+++``) is fenced as YAML's, so its lines are no
     text (:func:`_load_toml_front_matter` reads its keys); MkDocs bodies are unindented
-    (:func:`_unindent_bodies`) and MyST prose directives opened (:func:`_open_directives`).
-    Each changes whole lines only, on one copy: every line keeps its number, and a chunk's
-    text is still the file's own lines (:class:`_Chunker` cuts ``src``, not this).
+    (:func:`_unindent_bodies`), MyST prose directives opened (:func:`_open_directives`),
+    a MyST table of contents made a list of links (:func:`_toctree_links`), and the link
+    forms of Hugo and Sphinx written as links (:func:`_site_link_roles`). Each works on one
+    copy, line by line: every line keeps its number, and a chunk's text is still the
+    file's own lines (:class:`_Chunker` cuts ``src``, not this).
     """
     out = list(lines)
     if toml_end is not None:
         out[0] = out[toml_end] = "---"
     moved = _unindent_bodies(src, out)
     opened = _open_directives(src, out)
-    return "\n".join(out) if toml_end is not None or moved or opened else src
+    tocs = _toctree_links(src, out)
+    roles = _site_link_roles(src, out)
+    return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles else src
 
 
 #: MyST (Sphinx, Jupyter Book) directives whose body is prose the page shows: admonitions,
-#: dropdowns, tabs, cards. Others (``{code-block}``, ``{math}``, ``{toctree}``) stay fences.
+#: dropdowns, tabs, cards. Others (``{code-block}``, ``{math}``) stay fences; a ``{toctree}``
+#: becomes a list of links (:func:`_toctree_links`).
 _PROSE_DIRECTIVES = frozenset("""admonition attention caution danger error hint important note
     seealso tip warning versionadded versionchanged deprecated dropdown topic sidebar margin
     tab-item card grid-item-card epigraph pull-quote highlights""".split())
@@ -261,6 +266,108 @@ def _open_directives(src: str, out: list[str]) -> bool:
             options = True
         elif f := _FENCE_LINE.match(line):
             outer = f.group(1)
+    return changed
+
+
+_TOCTREE = re.compile(r" {0,3}(`{3,}|~{3,}|:{3,})\{toctree\}")
+#: A toctree entry with a title: "Installing <install>".
+_TOC_TITLED = re.compile(r"(.*?)\s*<([^<>]+)>\s*$")
+
+
+def _toctree_links(src: str, out: list[str]) -> bool:
+    """Write each entry of a MyST ``{toctree}`` in ``out`` as a list item linking to it; whether any.
+
+    A Sphinx or Jupyter Book site's pages are joined by their tables of contents: an index
+    page's ``{toctree}`` lists its child pages by path (``install``, ``Title <guide/setup>``),
+    which the site shows as links. In CommonMark it is a fence, so the pages were not
+    linked. Fence and option lines become blank; a glob pattern, ``self`` or a web address
+    is no page of the KB and stays out.
+    """
+    if "{toctree}" not in src:
+        return False
+    changed = False
+    fence = ""  # an ordinary fence being skipped
+    i = 0
+    while i < len(out):
+        line = out[i]
+        if fence:
+            if _is_closing_fence(line, fence):
+                fence = ""
+            i += 1
+            continue
+        m = _TOCTREE.match(line)
+        if m is None:
+            if f := _FENCE_LINE.match(line):
+                fence = f.group(1)
+            i += 1
+            continue
+        marker, changed = m.group(1), True
+        out[i] = ""
+        i += 1
+        options = True
+        if i < len(out) and out[i].strip() == "---":  # options as a YAML block
+            out[i] = ""
+            i += 1
+            while i < len(out) and out[i].strip() != "---" and not _is_closing_fence(out[i], marker):
+                out[i] = ""
+                i += 1
+            if i < len(out) and out[i].strip() == "---":
+                out[i] = ""
+                i += 1
+        while i < len(out) and not _is_closing_fence(out[i], marker):
+            entry = out[i].strip()
+            options = options and bool(_DIRECTIVE_OPTION.match(out[i]))
+            out[i] = "" if options or not entry else _toc_item(entry)
+            i += 1
+        if i < len(out):
+            out[i] = ""
+        i += 1
+    return changed
+
+
+def _toc_item(entry: str) -> str:
+    """One toctree entry as a Markdown list item linking to its page ("" when it names none)."""
+    m = _TOC_TITLED.match(entry)
+    title, path = (m.group(1).strip(), m.group(2).strip()) if m else ("", entry)
+    if not path or path == "self" or any(c in path for c in "*?[") or ":" in path:
+        return ""
+    return f"- [{title or path}](<{path}>)"
+
+
+#: Link forms a site generator expands, rewritten as the links they make: a Hugo
+#: ``ref``/``relref`` shortcode as a link's destination, ``[text]({{< ref "posts/first" >}})``,
+#: and a Sphinx (MyST) ``{doc}`` role, ``{doc}`install``` or ``{doc}`Installing <install>```.
+_HUGO_REF = re.compile(r"\]\(\s*\{\{[<%]\s*(?:rel)?ref\s+(?:path\s*=\s*)?[\"`]([^\"`\n<>]+)[\"`]"
+                       r"[^}\n]*\}\}\s*\)")
+_DOC_ROLE = re.compile(r"(?<![`\w])\{doc\}`([^`\s<>][^`\n<>]*?)(?:\s*<([^`\n<>]+)>)?`")
+
+
+def _site_link_roles(src: str, out: list[str]) -> bool:
+    """Rewrite Hugo ``ref`` shortcodes and MyST ``{doc}`` roles in ``out`` as Markdown links;
+    whether any.
+
+    Both are how those sites link pages (the site builds the URL), and CommonMark reads
+    neither as a link. A ``{doc}`` path keeps Sphinx's meaning: from the linking page's
+    folder, or from the site's root when it starts with ``/``. A Hugo path is written as
+    Hugo looks it up, from the page's folder and then anywhere in the site (whose root,
+    ``content/``, is rarely the KB's): without its leading ``/``, so that it is read as a
+    note tool's path is. In code they are code still: a fence or a code span is never
+    parsed for links.
+    """
+    hugo = "ref" in src and "{{" in src
+    role = "{doc}`" in src
+    if not hugo and not role:
+        return False
+    changed = False
+    for i, line in enumerate(out):
+        new = line
+        if hugo and "{{" in new:
+            new = _HUGO_REF.sub(lambda m: f"](<{m.group(1).strip().lstrip('/')}>)", new)
+        if role and "{doc}`" in new:
+            new = _DOC_ROLE.sub(
+                lambda m: f"[{m.group(1).strip()}](<{(m.group(2) or m.group(1)).strip()}>)", new)
+        if new != line:
+            out[i], changed = new, True
     return changed
 
 

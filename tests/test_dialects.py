@@ -444,6 +444,50 @@ def test_site_generator_links_reach_the_page_they_serve(make_kb) -> None:
     assert links_of(kb, "docs/intro.md")[-1] == ("later/", "markdown", "docs/later/_index.md")
 
 
+
+def test_sphinx_tables_of_contents_and_doc_roles_are_links(make_kb) -> None:
+    """A MyST ``{toctree}`` links its index page to each page it lists, a ``{doc}`` role is a link,
+    and neither is one in code."""
+    kb = make_kb({
+        "index.md": "# Project\n\n```{toctree}\n:maxdepth: 2\n:caption: Contents\n\ninstall\n"
+                    "Setting up <guide/setup>\nself\nguide/*\nhttps://example.org\n```\n\n"
+                    "Start with {doc}`install`, then {doc}`the setup <guide/setup>`.\n\n"
+                    "Write `{doc}` roles as ``{doc}`install` ``.\n",
+        "install.md": "# Install\n\nSee {doc}`/guide/setup` next.\n",
+        "guide/setup.md": "# Setup\n\n:::{toctree}\n---\nhidden: true\n---\n../install\n:::\n",
+    })
+    kb.sync()
+    assert links_of(kb, "index.md") == [
+        ("install", "markdown", "install.md"),
+        ("guide/setup", "markdown", "guide/setup.md"),
+        ("install", "markdown", "install.md"),
+        ("guide/setup", "markdown", "guide/setup.md"),
+    ]
+    assert links_of(kb, "install.md") == [("/guide/setup", "markdown", "guide/setup.md")]
+    assert links_of(kb, "guide/setup.md") == [("../install", "markdown", "install.md")]
+    hit = kb.search("setting up contents", k=1).hits[0]
+    assert hit.path == "index.md" and "Setting up <guide/setup>" in hit.text  # the page's own text
+
+
+def test_hugo_ref_shortcodes_are_links(make_kb) -> None:
+    """``[text]({{< ref "x" >}})`` links as Hugo resolves it: from the page's folder, then
+    the site's content root; a shortcode in code or outside a link is none."""
+    kb = make_kb({
+        "content/posts/second.md": "---\ntitle: Second\n---\nAfter [the first]({{< ref \"first\" >}}), "
+                                   "[about]({{% relref path=\"/about.md\" %}}) and "
+                                   "[its intro]({{< ref \"first.md#intro\" >}}).\n\n"
+                                   "A bare {{< ref \"about\" >}} prints an address.\n\n"
+                                   "```go-html-template\n[x]({{< ref \"about\" >}})\n```\n",
+        "content/posts/first.md": "+++\ntitle = \"First\"\n+++\n## Intro\n\nf\n",
+        "content/about.md": "# About\n\na\n",
+    })
+    kb.sync()
+    assert links_of(kb, "content/posts/second.md") == [
+        ("first", "markdown", "content/posts/first.md"),
+        ("about.md", "markdown", "content/about.md"),  # from the site's root, content/
+        ("first.md#intro", "markdown", "content/posts/first.md"),
+    ]
+
 BAD = {
     "junk.md": (
         "# Junk\n\n"
