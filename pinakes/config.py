@@ -22,7 +22,7 @@ DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
 #: .trash among them), and Logseq's own copies of pages: logseq/bak holds a backup of a page
 #: each time the file changed on disk behind Logseq's back, logseq/version-files the last
 #: synced version. Indexed, each copy is a second, stale answer and a second page of the title.
-DEFAULT_EXCLUDE = [".pinakes/**", ".git/**", "node_modules/**", "**/.*/**",
+DEFAULT_EXCLUDE = [".pinakes/**", ".git/**", "**/node_modules/**", "**/site-packages/**", "**/.*/**",
                    "**/logseq/bak/**", "**/logseq/version-files/**"]
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -156,7 +156,7 @@ TEMPLATE = """\
 [kb]
 name = "{name}"                # slug, unique in your fleet
 # include = ["**/*.md"]
-# exclude = [".pinakes/**", ".git/**", "node_modules/**", "**/.*/**", "**/logseq/bak/**", "**/logseq/version-files/**"]
+# exclude = [".pinakes/**", ".git/**", "**/node_modules/**", "**/site-packages/**", "**/.*/**", "**/logseq/bak/**", "**/logseq/version-files/**"]
 # sidecars = "beside"          # or a folder such as ".pinakes-meta" for a parallel tree
 # max_file_mb = 10             # larger Markdown files are skipped with a warning
 

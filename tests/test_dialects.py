@@ -176,6 +176,22 @@ def test_logseq_backup_copies_of_pages_are_not_indexed(make_kb) -> None:
     assert not list((kb.root / "logseq").rglob("*.pnk.yaml"))
 
 
+def test_installed_packages_are_not_indexed_at_any_depth(make_kb) -> None:
+    """A docs repository's website folder brings its node_modules (and a tool folder its
+    Python packages): thousands of other projects' READMEs, never the KB's own pages."""
+    kb = make_kb({
+        "docs/install.md": "# Install\n\nRun the quokka installer.\n",
+        "website/node_modules/left-pad/README.md": "# left-pad\n\nInstall with npm.\n",
+        "packages/ui/node_modules/react/CHANGELOG.md": "# Changelog\n\nInstall notes.\n",
+        "tools/venv/lib/python3.11/site-packages/pkg/README.md": "# pkg\n\nInstall it.\n",
+        "node_modules/x/README.md": "# x\n\nInstall x.\n",
+    })
+    report = kb.sync()
+    with kb.reader().snapshot() as conn:
+        assert [r[0] for r in conn.execute("SELECT path FROM documents")] == ["docs/install.md"]
+    assert report.added == ["docs/install.md"]
+
+
 def test_obsidian_comments_hide_their_links_but_not_their_text(make_kb) -> None:
     kb = make_kb({
         "Plants.md": "# Plants\n\nThe fig needs water weekly.\n",
