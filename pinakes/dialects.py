@@ -40,6 +40,7 @@ __all__ = [
     "dendron_name",
     "doc_aliases",
     "doc_names",
+    "doc_routes",
     "fold",
     "hierarchy_parent",
     "is_attachment",
@@ -75,9 +76,10 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: does: the file is the note), a title beats an alias, and the looser readings
 #: (namespaces spelled in file names, journal dates, note ids, Logseq block ids) come last.
 #: ``folder`` and ``readme`` name a folder's own page, which only a suffixless path or a
-#: folder link (``[Guide](guide/)``) reaches, after the path itself.
-NAME_TIERS = ("path", "folder", "readme", "name", "suffix", "title", "alias", "namespace", "date",
-              "id", "block")
+#: folder link (``[Guide](guide/)``) reaches, after the path itself; so does ``route``, a web
+#: address the page declares (``permalink: /about/``), before any file name.
+NAME_TIERS = ("path", "folder", "readme", "route", "name", "suffix", "title", "alias", "namespace",
+              "date", "id", "block")
 
 #: The file names (folded, no suffix) of the page a site generator serves for its folder:
 #: ``index.md`` (MkDocs, VitePress, Docusaurus, Sphinx), ``_index.md`` (a Hugo section).
@@ -245,11 +247,39 @@ def page_ref(value: str) -> str:
 
 
 def doc_aliases(front_matter: Mapping[str, Any]) -> list[str]:
-    """The aliases a document declares: ``aliases:``/``alias:`` (Obsidian, Logseq's ``alias::``)."""
+    """The aliases a document declares: ``aliases:``/``alias:`` (Obsidian, Logseq's ``alias::``).
+
+    A value that starts with ``/`` is an old web address of the page (Hugo's ``aliases``),
+    not a name: it is one of :func:`doc_routes`.
+    """
     out: list[str] = []
     for key in ("aliases", "alias"):
         for v in _strings(front_matter.get(key)):
             name = page_ref(v)
+            if name and name not in out and not name.startswith("/"):
+                out.append(name)
+    return out
+
+
+#: Front-matter keys that set a page's web address: Jekyll's ``permalink``, Hugo's ``url``,
+#: Docusaurus's ``slug``; Hugo's ``aliases`` list its old addresses.
+_ROUTE_KEYS = ("permalink", "url", "slug", "aliases")
+_BUILT_PAGE = re.compile(r"(?:/index)?\.html?$", re.IGNORECASE)
+
+
+def doc_routes(front_matter: Mapping[str, Any]) -> list[str]:
+    """The site addresses a page declares, as the names a link to them looks up.
+
+    ``permalink: /about/`` makes ``[About](/about/)`` reach this page wherever its file
+    lies. Only addresses from the site's root (``/...``) count; a pattern
+    (``/:year/:title/``) or a web address (``https://...``) is none.
+    """
+    out: list[str] = []
+    for key in _ROUTE_KEYS:
+        for v in _strings(front_matter.get(key)):
+            if not v.startswith("/") or any(c in v for c in ":{}?#"):
+                continue
+            name = fold(strip_suffix(_BUILT_PAGE.sub("", v).strip("/")))
             if name and name not in out:
                 out.append(name)
     return out
@@ -262,7 +292,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
     ``notes/Topic/Alpha Beta.md`` titled "Alpha" with ``aliases: [AB]`` answers to
     ``notes/topic/alpha beta`` (path), ``alpha beta`` (name), ``topic/alpha beta``
     (suffix), ``alpha`` (title) and ``ab`` (alias); ``guide/index.md`` also to
-    ``guide`` (folder), ``guide/README.md`` to ``guide`` (readme); a Logseq page
+    ``guide`` (folder), ``guide/README.md`` to ``guide`` (readme), a page declaring
+    ``permalink: /about/`` to ``about`` (route); a Logseq page
     ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
     ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
     ``202301011200 Idea.md`` to ``id:202301011200``; a Logseq page declaring the
@@ -290,6 +321,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
         add(fold(title), "title")
     for alias in doc_aliases(front_matter):
         add(fold(alias), "alias")
+    for route in doc_routes(front_matter):
+        add(route, "route")
     add(fold(_namespace_name(stem)), "namespace")
     add(date_key(stem), "date")
     add(zettel_id(stem), "id")

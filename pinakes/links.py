@@ -535,8 +535,9 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
 
     A path written without its suffix (``kind`` ``guess``) may name a folder's own page:
     ``/guide/`` or ``/guide`` is ``guide/index.md`` when no ``guide.md`` answers, as every
-    site generator serves it (then ``guide/README.md``, as GitHub shows a folder). A path
-    written with its suffix names that file only.
+    site generator serves it (then ``guide/README.md``, as GitHub shows a folder); written
+    as a site route, also the page declaring that address (``permalink: /about/``), before
+    any file of that name. A path written with its suffix names that file only.
     """
     base = fold(strip_suffix(key)) if key and not is_outside(key) else ""
     tiers = ("path", "folder", "readme") if kind == "guess" else ("path",)
@@ -547,6 +548,7 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
             lookups.append(("path", fold(strip_suffix(from_root))))
         name = lookup_name(alt)
         if name:
+            lookups += [("route", name)] if kind == "guess" else []
             lookups += [("name", name), ("suffix", name)]
     return lookups
 

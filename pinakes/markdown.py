@@ -334,35 +334,63 @@ def _toc_item(entry: str) -> str:
     return f"- [{title or path}](<{path}>)"
 
 
-#: Link forms a site generator expands, rewritten as the links they make: a Hugo
-#: ``ref``/``relref`` shortcode as a link's destination, ``[text]({{< ref "posts/first" >}})``,
-#: and a Sphinx (MyST) ``{doc}`` role, ``{doc}`install``` or ``{doc}`Installing <install>```.
-_HUGO_REF = re.compile(r"\]\(\s*\{\{[<%]\s*(?:rel)?ref\s+(?:path\s*=\s*)?[\"`]([^\"`\n<>]+)[\"`]"
-                       r"[^}\n]*\}\}\s*\)")
+#: A link whose destination a site generator's template writes: ``[text](...{{ ... }}...)``
+#: or ``{% ... %}`` (no parentheses or line break inside).
+_TEMPLATE_DEST = re.compile(r"\]\((\s*[^()\n]*?\{[{%][^()\n]*?)\)")
+#: The site's own address in front of a path: Jekyll's ``{{ site.baseurl }}``, ``{{ site.url }}``.
+_SITE_VAR = re.compile(r"\{\{-?\s*site\.(?:baseurl|url)\s*-?\}\}")
+#: What names the page, and whether its path starts at the site's root in any case: Hugo's
+#: ``{{< ref "first" >}}`` (``relref``, ``{{% %}}``, ``path=``), Jekyll's ``{% link a.md %}``
+#: and ``{% post_url 2024-01-05-name %}``, and a Liquid filter ``{{ "/about/" | relative_url }}``.
+_TEMPLATE_PAGE = (
+    (re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+(?:path\s*=\s*)?[\"`]([^\"`\n<>]+)[\"`][^}\n]*\}\}"), True),
+    (re.compile(r"\{%-?\s*(?:link|post_url)\s+([^\s%]+)\s*-?%\}"), True),
+    (re.compile(r"\{\{-?\s*[\"']([^\"'\n<>]+)[\"']\s*\|[^}\n]*\}\}"), False),
+)
+#: A Sphinx (MyST) ``{doc}`` role: ``{doc}`install``` or ``{doc}`Installing <install>```.
 _DOC_ROLE = re.compile(r"(?<![`\w])\{doc\}`([^`\s<>][^`\n<>]*?)(?:\s*<([^`\n<>]+)>)?`")
 
 
-def _site_link_roles(src: str, out: list[str]) -> bool:
-    """Rewrite Hugo ``ref`` shortcodes and MyST ``{doc}`` roles in ``out`` as Markdown links;
-    whether any.
+def _template_page(dest: str) -> str | None:
+    """The page a templated link destination names (with its ``#fragment``), or None."""
+    d = _SITE_VAR.sub("", dest).strip()
+    if "{" not in d:
+        return d or None  # "{{ site.baseurl }}/about/": the route
+    for rx, site_wide in _TEMPLATE_PAGE:
+        m = rx.match(d)
+        if m is not None and (m.end() == len(d) or d[m.end()] == "#"):
+            path = m.group(1).strip()
+            return (path.lstrip("/") if site_wide else path) + d[m.end():]
+    return None
 
-    Both are how those sites link pages (the site builds the URL), and CommonMark reads
-    neither as a link. A ``{doc}`` path keeps Sphinx's meaning: from the linking page's
-    folder, or from the site's root when it starts with ``/``. A Hugo path is written as
-    Hugo looks it up, from the page's folder and then anywhere in the site (whose root,
-    ``content/``, is rarely the KB's): without its leading ``/``, so that it is read as a
-    note tool's path is. In code they are code still: a fence or a code span is never
-    parsed for links.
+
+def _site_link_roles(src: str, out: list[str]) -> bool:
+    """Rewrite the links site generators expand (templated destinations and MyST ``{doc}``
+    roles) in ``out`` as Markdown links; whether any.
+
+    They are how those sites link pages (the site builds the URL), and CommonMark reads
+    none as a link. A ``{doc}`` path keeps Sphinx's meaning: from the linking page's
+    folder, or from the site's root when it starts with ``/``; so does a route after
+    Jekyll's ``{{ site.baseurl }}``. A page a Hugo ``ref`` or a Jekyll ``link`` names is
+    looked up as those tools do, from the page's folder and then anywhere in the site
+    (whose root, such as Hugo's ``content/``, is rarely the KB's): without a leading ``/``,
+    so that it is read as a note tool's path is. In code they are code still: a fence or
+    a code span is never parsed for links.
     """
-    hugo = "ref" in src and "{{" in src
+    templated = "{{" in src or "{%" in src
     role = "{doc}`" in src
-    if not hugo and not role:
+    if not templated and not role:
         return False
+
+    def page(m: re.Match[str]) -> str:
+        found = _template_page(m.group(1))
+        return m.group(0) if found is None else f"](<{found}>)"
+
     changed = False
     for i, line in enumerate(out):
         new = line
-        if hugo and "{{" in new:
-            new = _HUGO_REF.sub(lambda m: f"](<{m.group(1).strip().lstrip('/')}>)", new)
+        if templated and "](" in new and "{" in new:
+            new = _TEMPLATE_DEST.sub(page, new)
         if role and "{doc}`" in new:
             new = _DOC_ROLE.sub(
                 lambda m: f"[{m.group(1).strip()}](<{(m.group(2) or m.group(1)).strip()}>)", new)

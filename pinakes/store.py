@@ -39,7 +39,8 @@ SCHEMA_VERSION = "12"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_
 # (an Obsidian comment's links and plugin data, MkDocs admonition and MyST directive bodies,
 # Hugo's TOML front matter), and .mdx a note suffix; 12: a folder link (guide/), a built page
 # (guide.html) and a site route (/posts/first/) reach the page a site generator serves, and
-# the links of site generators (MyST {toctree} entries and {doc} roles, Hugo ref shortcodes) count
+# the links of site generators (MyST {toctree} entries and {doc} roles, Hugo ref shortcodes,
+# Jekyll Liquid links) count, and a route reaches the page declaring it (permalink, url, slug)
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",

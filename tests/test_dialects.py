@@ -15,6 +15,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from pinakes.cli import cli
+from pinakes.dialects import doc_aliases
 from pinakes.graph import load_doc_views
 from pinakes.links import link_contexts
 
@@ -503,6 +504,39 @@ def test_hugo_ref_shortcodes_are_links(make_kb) -> None:
         ("about.md", "markdown", "content/about.md"),  # from the site's root, content/
         ("first.md#intro", "markdown", "content/posts/first.md"),
     ]
+
+
+def test_jekyll_links_and_declared_addresses(make_kb) -> None:
+    """Jekyll's Liquid links, and a route to the page declaring that address (permalink,
+    Hugo's url and old aliases) before any file of that name."""
+    kb = make_kb({
+        "index.md": "# Home\n\n[a]({% link _posts/2019-01-01-hello.md %}), "
+                    "[b]({{ site.baseurl }}{% link about.md %}#team),\n"
+                    "[c]({% post_url 2019-01-01-hello %}), [d]({{ site.baseurl }}/team/), "
+                    "[e]({{ \"/help/faq.html\" | relative_url }}), [f](/team), [g](/old/news/),\n"
+                    "[h]({{ page.url }}), [i](/later/)\n",
+        "_posts/2019-01-01-hello.md": "---\ntitle: Hello\n---\nh\n",
+        "about.md": "---\npermalink: /team/\n---\n# About\n\n## Team\n\nt\n",
+        "guides/team.md": "# Team guide\n\ng\n",  # a file of the route's name: the route wins
+        "pages/faq.md": "---\npermalink: /help/faq.html\n---\n# FAQ\n",
+        "content/news.md": "---\nurl: /news/\naliases: [\"/old/news/\"]\n---\n# News\n",
+    })
+    kb.sync()
+    assert links_of(kb, "index.md") == [
+        ("_posts/2019-01-01-hello.md", "markdown", "_posts/2019-01-01-hello.md"),
+        ("about.md#team", "markdown", "about.md"),
+        ("2019-01-01-hello", "markdown", "_posts/2019-01-01-hello.md"),
+        ("/team/", "markdown", "about.md"),
+        ("/help/faq.html", "markdown", "pages/faq.md"),
+        ("/team", "markdown", "about.md"),
+        ("/old/news/", "markdown", "content/news.md"),
+        ("/later/", "markdown", "no-document"),
+    ]
+    (kb.root / "notes").mkdir()
+    (kb.root / "notes" / "l.md").write_text("---\npermalink: /later/\n---\n# Later\n", "utf-8")
+    kb.sync()  # a page declaring the address re-resolves the links to it
+    assert links_of(kb, "index.md")[-1] == ("/later/", "markdown", "notes/l.md")
+    assert doc_aliases({"aliases": ["/old/news/", "Newsroom"]}) == ["Newsroom"]  # an address, no name
 
 BAD = {
     "junk.md": (
