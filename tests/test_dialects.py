@@ -252,6 +252,32 @@ def test_alias_order_needs_evidence_outside_dendron(make_kb) -> None:
     ]
 
 
+WIKI = {
+    "Home.md": "Start with [[Getting Started]], [[the install guide|Installation Guide]] "
+               "and [[Setup|Getting Started]].\n",
+    "Getting-Started.md": "Run it.\n",
+    "Installation-Guide.md": "Install with pip.\n",
+    "Setup.md": "Set it up.\n",
+}
+
+
+def test_a_github_wiki_writes_the_page_second(make_kb) -> None:
+    """GitHub (Gollum) wikis write ``[[text|Page Name]]``: with the wiki's ``_Sidebar.md`` the
+    second part names the page; without it (a root ``Home.md`` is as common in Obsidian
+    vaults) Obsidian's order stands."""
+    kb = make_kb({**WIKI, "_Sidebar.md": "* [[Home]]\n"}, name="wiki")
+    kb.sync()
+    assert links_of(kb, "Home.md") == [
+        ("Getting Started", "wikilink", "Getting-Started.md"),
+        ("the install guide", "wikilink-alias", "Installation-Guide.md"),
+        ("Setup", "wikilink-alias", "Getting-Started.md"),  # "Setup" is the text, not Setup.md
+    ]
+    kb = make_kb(WIKI, name="vault")
+    kb.sync()
+    assert [dst for _, _, dst in links_of(kb, "Home.md")] == [
+        "Getting-Started.md", "missing-file", "Setup.md"]
+
+
 def test_zettelkasten_id_links(make_kb) -> None:
     kb = vault(make_kb, "zettel")
     kb.sync()
