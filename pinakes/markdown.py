@@ -270,8 +270,6 @@ def _open_directives(src: str, out: list[str]) -> bool:
 
 
 _TOCTREE = re.compile(r" {0,3}(`{3,}|~{3,}|:{3,})\{toctree\}")
-#: A toctree entry with a title: "Installing <install>".
-_TOC_TITLED = re.compile(r"(.*?)\s*<([^<>]+)>\s*$")
 
 
 def _toctree_links(src: str, out: list[str]) -> bool:
@@ -325,18 +323,28 @@ def _toctree_links(src: str, out: list[str]) -> bool:
     return changed
 
 
+def _titled(text: str) -> tuple[str, str]:
+    """``Title <target>`` as (title, target); a bare ``target`` as ("", target).
+
+    The form of a Sphinx toctree entry and role. Read by string search, not a regular
+    expression: a 1 MB line must cost one pass."""
+    at = text.rfind("<")
+    if at < 0 or not text.endswith(">") or ">" in text[at + 1:-1]:
+        return "", text.strip()
+    return text[:at].strip(), text[at + 1:-1].strip()
+
+
 def _toc_item(entry: str) -> str:
     """One toctree entry as a Markdown list item linking to its page ("" when it names none)."""
-    m = _TOC_TITLED.match(entry)
-    title, path = (m.group(1).strip(), m.group(2).strip()) if m else ("", entry)
-    if not path or path == "self" or any(c in path for c in "*?[") or ":" in path:
+    title, path = _titled(entry)
+    if not path or path == "self" or any(c in path for c in "*?[<>") or ":" in path:
         return ""
     return f"- [{title or path}](<{path}>)"
 
 
-#: A link whose destination a site generator's template writes: ``[text](...{{ ... }}...)``
-#: or ``{% ... %}`` (no parentheses or line break inside).
-_TEMPLATE_DEST = re.compile(r"\]\((\s*[^()\n]*?\{[{%][^()\n]*?)\)")
+#: A link's destination (no parentheses or line break inside); a site generator's template
+#: may write it: ``[text]({{< ref "first" >}})``, ``[text]({% link a.md %})``.
+_DEST = re.compile(r"\]\(([^()\n]*)\)")
 #: The site's own address in front of a path: Jekyll's ``{{ site.baseurl }}``, ``{{ site.url }}``.
 _SITE_VAR = re.compile(r"\{\{-?\s*site\.(?:baseurl|url)\s*-?\}\}")
 #: What names the page, and whether its path starts at the site's root in any case: Hugo's
@@ -348,7 +356,7 @@ _TEMPLATE_PAGE = (
     (re.compile(r"\{\{-?\s*[\"']([^\"'\n<>]+)[\"']\s*\|[^}\n]*\}\}"), False),
 )
 #: A Sphinx (MyST) ``{doc}`` role: ``{doc}`install``` or ``{doc}`Installing <install>```.
-_DOC_ROLE = re.compile(r"(?<![`\w])\{doc\}`([^`\s<>][^`\n<>]*?)(?:\s*<([^`\n<>]+)>)?`")
+_DOC_ROLE = re.compile(r"(?<![`\w])\{doc\}`([^`\s][^`\n]*)`")
 
 
 def _template_page(dest: str) -> str | None:
@@ -383,17 +391,21 @@ def _site_link_roles(src: str, out: list[str]) -> bool:
         return False
 
     def page(m: re.Match[str]) -> str:
-        found = _template_page(m.group(1))
+        dest = m.group(1)
+        found = _template_page(dest) if "{{" in dest or "{%" in dest else None
         return m.group(0) if found is None else f"](<{found}>)"
+
+    def doc(m: re.Match[str]) -> str:
+        title, path = _titled(m.group(1))
+        return m.group(0) if not path or "<" in path or ">" in path else f"[{title or path}](<{path}>)"
 
     changed = False
     for i, line in enumerate(out):
         new = line
         if templated and "](" in new and "{" in new:
-            new = _TEMPLATE_DEST.sub(page, new)
+            new = _DEST.sub(page, new)
         if role and "{doc}`" in new:
-            new = _DOC_ROLE.sub(
-                lambda m: f"[{m.group(1).strip()}](<{(m.group(2) or m.group(1)).strip()}>)", new)
+            new = _DOC_ROLE.sub(doc, new)
         if new != line:
             out[i], changed = new, True
     return changed

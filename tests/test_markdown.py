@@ -6,6 +6,7 @@ import importlib.metadata
 import random
 import re
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,23 @@ def test_myst_prose_directives_are_read_as_markdown_and_code_directives_stay_cod
     assert [(lk.target, lines[lk.line - 1]) for lk in parsed.links] == [
         ("setup.md", "Read [the setup page](setup.md) first."), ("usage.md", "See [usage](usage.md).")]
     assert parsed.chunks[0].text.startswith("```{note}\n:class: dropdown\n")  # the file's own lines
+
+
+
+@pytest.mark.parametrize("line", [
+    "[x](" + "{{" * 100_000,  # a templated destination that never closes
+    "{doc}`a" + " " * 200_000 + "b",  # a role that never closes
+    "[x]({% link " + "a " * 100_000,
+], ids=["template", "role", "liquid"])
+def test_site_link_forms_cost_one_pass_on_a_long_line(line: str) -> None:
+    """The readers of templated links, roles and toctree entries scan a line once: a
+    backtracking pattern took 11 s on 40 kB of "{{" and would hang on the 1 MB lines
+    sync accepts. This bounds a hang, not a speed (those are benchmarks)."""
+    toc = "```{toctree}\na" + " " * 200_000 + "b <c>\n```\n"
+    t0 = time.monotonic()
+    assert parse_markdown(line + "\n").links == []
+    assert [lk.target for lk in parse_markdown(toc).links] == ["c"]
+    assert time.monotonic() - t0 < 30
 
 
 # -- front matter and title ------------------------------------------------------------
