@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .dialects import FORMS
-from .fsutil import WalkProblem, markdown_left_out, walk_kb
+from .fsutil import WalkProblem, markdown_left_out, other_text_files, walk_kb
 from .graph import top_hubs
 from .health import mark_damaged, verify_index
 from .links import DOC_SUFFIXES, SIDECAR, SOFT_REASONS, FleetLookup, fleet_refine
@@ -100,6 +100,9 @@ def diagnose(kb: KB) -> dict[str, Any]:
     report["orphan_sidecars"] = _orphans(kb, sidecar_paths)
     # Markdown files no include pattern names, by suffix (a nudge: .mdx pages).
     report["left_out"] = markdown_left_out(kb.root, list(kb.config.kb["include"]), list(kb.config.kb["exclude"]))
+    # No document at all: the text files of other formats that are here (.rst, .txt, ...).
+    report["other_text"] = other_text_files(kb.root, list(kb.config.kb["include"]), list(
+        kb.config.kb["exclude"])) if not report["store"].get("documents") and not report["left_out"] else {}
     report["uncommitted_deep_links"] = _uncommitted_deep_links(kb, store)
     # Graph hubs: the highest-degree shared-value nodes; a tag on most documents is
     # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).

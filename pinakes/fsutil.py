@@ -171,6 +171,26 @@ def markdown_left_out(root: Path, include: list[str], exclude: list[str]) -> dic
     return dict(sorted(counts.items()))
 
 
+#: Plain-text formats other tools write: Simplenote and nvALT notes (``.txt``), Sphinx's
+#: reStructuredText, Org, AsciiDoc. Read as Markdown, their words are searchable; their own
+#: link and heading syntax is not read. Named to a KB that holds no Markdown at all.
+OTHER_TEXT_SUFFIXES = (".txt", ".text", ".rst", ".org", ".adoc", ".asciidoc")
+
+
+def other_text_files(root: Path, include: list[str], exclude: list[str]) -> dict[str, int]:
+    """Files of :data:`OTHER_TEXT_SUFFIXES` under ``root`` that ``include`` does not name, by suffix.
+
+    Asked only when a KB holds no document: a folder of ``.rst`` or ``.txt`` notes synced to
+    "0 added" and said nothing of why.
+    """
+    named = _any_matcher(tuple(include))
+    counts: Counter[str] = Counter()
+    for rel, _ in walk_kb(root, [f"**/*{sfx}" for sfx in OTHER_TEXT_SUFFIXES], exclude, []):
+        if not named(rel):
+            counts[os.path.splitext(rel)[1].lower()] += 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def walk_kb(
     root: Path, include: list[str], exclude: list[str], problems: list[WalkProblem],
     strays: list[tuple[str, str]] | None = None, left_out: Counter[str] | None = None,

@@ -29,7 +29,7 @@ import numpy as np
 
 from .config import LEDGER_DIR
 from .faults import crash_point
-from .fsutil import WalkProblem, atomic_write, stray_temps_under, walk_kb
+from .fsutil import WalkProblem, atomic_write, other_text_files, stray_temps_under, walk_kb
 from .graph import run_derivers
 from .health import chunk_hash, row_checksum
 from .links import refresh_links
@@ -91,6 +91,8 @@ class SyncReport:
     channel: dict[str, Any] | None = None
     #: Markdown files ``include`` has no pattern for, by suffix (".mdx": 12): see left_out_hint.
     left_out: dict[str, int] = field(default_factory=dict)
+    #: In a KB with no document: its other text files, by suffix (".rst": 40): see other_text_hint.
+    other_text: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         """The one closing line a sync prints."""
@@ -140,6 +142,7 @@ class SyncReport:
             "git_stage": self.git_stage,
             "channel": self.channel,
             "left_out": self.left_out,
+            "other_text": self.other_text,
         }
 
 
@@ -213,6 +216,7 @@ class Scan:
     renames: dict[str, Any] = field(default_factory=dict)  # new path -> old row (same identity)
     swaps: dict[str, Any] = field(default_factory=dict)  # paths that exchanged identities
     left_out: dict[str, int] = field(default_factory=dict)  # Markdown suffix no include names -> files
+    other_text: dict[str, int] = field(default_factory=dict)  # no document at all: .rst, .txt, ... -> files
 
 
 def sync_kb(src: SyncInputs, *, rebuild: bool = False, progress: ProgressFn | None = None,
@@ -343,6 +347,20 @@ def left_out_hint(left_out: dict[str, int]) -> str:
             f"no pattern for {them}; to index {them}, add {patterns} to include in pinakes.toml")
 
 
+def other_text_hint(other_text: dict[str, int]) -> str:
+    """One line for a KB with no Markdown but other text files, and the line that takes them in.
+
+    A folder of Sphinx ``.rst`` pages or Simplenote ``.txt`` notes synced to "0 added".
+    """
+    if not other_text:
+        return ""
+    kinds = ", ".join(f"{count} {sfx}" for sfx, count in other_text.items())
+    patterns = ", ".join(f'"**/*{sfx}"' for sfx in other_text)
+    return (f"no Markdown file to index here, but {kinds} file{'s' if sum(other_text.values()) != 1 else ''}"
+            f": to index them as Markdown text (their words searchable, their own link syntax not "
+            f"read), add {patterns} to [kb] include in pinakes.toml")
+
+
 # --- phase 1: scan ---------------------------------------------------------------------
 
 
@@ -368,6 +386,8 @@ def walk_phase(src: SyncInputs, store: Store) -> Scan:
     # A sidecar swap a killed sync left half done (two sidecars with one id) is finished first.
     problems.extend(finish_interrupted_swap(src.root, store.state_dir))
     scan = Scan(files, problems, left_out=dict(sorted(left_out.items())))
+    if not files and not left_out:  # nothing to index: say what is here instead
+        scan.other_text = other_text_files(src.root, list(src.kb["include"]), _excludes(src.kb, mode))
     scan.existing = {
         row["path"]: row
         for row in store.conn.execute(
@@ -541,6 +561,7 @@ def _finish_report(report: SyncReport, scan: Scan, dupes: list[Any]) -> None:
     report.changed = [d.rel for d in prepared if d.rel in existing and d.rel not in renamed_to]
     report.problems = [f"{p}: {m}" for p, m in scan.problems]
     report.left_out = scan.left_out
+    report.other_text = scan.other_text
     for doc in prepared:
         report.problems.extend(doc.problems)
     for ulid, paths in dupes:

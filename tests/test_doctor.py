@@ -142,6 +142,46 @@ def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
     assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")
 
 
+def test_a_folder_of_other_text_files_is_told_why_nothing_was_indexed(tmp_path) -> None:
+    """A folder of Sphinx .rst pages or Simplenote .txt notes synced to "0 added" in silence."""
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "install.rst").write_text("Install\n=======\n\nRun the quokka installer.\n", "utf-8")
+    (docs / "guide" / "usage.rst").write_text("Usage\n=====\n\nCall it.\n", "utf-8")
+    (docs / "todo.txt").write_text("feed the quokka\n", "utf-8")
+    (docs / "node_modules" / "x").mkdir(parents=True)
+    (docs / "node_modules" / "x" / "notes.txt").write_text("vendored\n", "utf-8")  # excluded
+    runner = CliRunner()
+    res = runner.invoke(cli, ["init", str(docs)])
+    hint = ('no Markdown file to index here, but 2 .rst, 1 .txt files: to index them as Markdown '
+            'text (their words searchable, their own link syntax not read), add "**/*.rst", '
+            '"**/*.txt" to [kb] include in pinakes.toml')
+    assert res.exit_code == 0 and f"Note: {hint}." in res.output
+    res = runner.invoke(cli, ["sync", "--kb", str(docs)])
+    assert res.exit_code == 0 and f"note: {hint}" in res.stderr
+    assert json.loads(runner.invoke(cli, ["sync", "--kb", str(docs), "--json"]).stdout)["other_text"] == {
+        ".rst": 2, ".txt": 1}
+    assert f"hint: {hint}" in runner.invoke(cli, ["doctor", "--kb", str(docs)]).output
+    # The line it gives works, and once there is a document the note is not said again.
+    toml = docs / "pinakes.toml"
+    toml.write_text(toml.read_text("utf-8").replace(
+        '# include = ["**/*.md"]', 'include = ["**/*.md", "**/*.rst", "**/*.txt"]'), "utf-8")
+    res = runner.invoke(cli, ["sync", "--kb", str(docs), "--json"])
+    assert sorted(json.loads(res.stdout)["added"]) == ["guide/install.rst", "guide/usage.rst", "todo.txt"]
+    assert "no Markdown" not in res.stderr
+    kb = KB.open(docs)
+    assert kb.search("quokka installer", k=1).hits[0].path == "guide/install.rst"
+    assert kb.doctor()["other_text"] == {}
+    # A Markdown KB with a stray requirements.txt is told nothing.
+    md = tmp_path / "md"
+    md.mkdir()
+    (md / "a.md").write_text("# A\n", "utf-8")
+    (md / "requirements.txt").write_text("numpy\n", "utf-8")
+    res = runner.invoke(cli, ["init", str(md)])
+    assert "Note:" not in res.output
+    assert json.loads(runner.invoke(cli, ["sync", "--kb", str(md), "--json"]).stdout)["other_text"] == {}
+
+
 def test_a_problem_with_a_line_names_its_file_once(make_kb) -> None:
     kb = make_kb({"a.md": "---\ntitle: ok\nbad: x: y\n---\nbody\n",
                   "big.md": "x" * 2_000_000}, config="max_file_mb = 1\n")

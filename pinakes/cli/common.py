@@ -97,6 +97,10 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
         from ..sync import left_out_hint
 
         click.echo("  note: " + left_out_hint(report.left_out), err=True)
+    if getattr(report, "other_text", None):
+        from ..sync import other_text_hint
+
+        click.echo("  note: " + other_text_hint(report.other_text), err=True)
     click.echo(summary_line)
     check = getattr(report, "channel", None)
     if check and check.get("checked"):  # graph_channel = "auto": the golden set was measured again

@@ -40,6 +40,14 @@ def init(directory: Path, name: str | None, template: str | None = None) -> None
     include = list(kb.config.kb["include"])
     if include != ["**/*.md"]:  # KB.init found .mdx (or .markdown) pages and lists them
         click.echo(f"Found Markdown files besides .md; pinakes.toml includes them: include = {json.dumps(include)}")
+    else:
+        from ..fsutil import other_text_files, walk_kb
+        from ..sync import other_text_hint
+
+        exclude = list(kb.config.kb["exclude"])
+        if next(walk_kb(kb.root, include, exclude, []), None) is None:
+            hint = other_text_hint(other_text_files(kb.root, include, exclude))
+            click.echo(f"Note: {hint}." if hint else "Note: no Markdown file here yet.")
     click.echo("Commit pinakes.toml, your documents and their .pnk.yaml sidecars; .pinakes/ (the index) "
                "is derived and git-ignored. `pnk ask` records what it spends in .pinakes-ledger/: "
                "commit that too.")

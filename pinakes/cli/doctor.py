@@ -54,6 +54,10 @@ def doctor(kb_path: str | None, json_: bool) -> None:
         from ..sync import left_out_hint
 
         click.echo(click.style(f"  hint: {left_out_hint(r['left_out'])}", fg="yellow"))
+    if r.get("other_text"):
+        from ..sync import other_text_hint
+
+        click.echo(click.style(f"  hint: {other_text_hint(r['other_text'])}", fg="yellow"))
     if r.get("channel"):
         click.echo(f"  channel    {channel_line(r['channel'])}")
     from ..evaluation.calibration import in_force_line
