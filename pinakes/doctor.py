@@ -250,11 +250,15 @@ def _with_hint(tally: dict[str, Any]) -> dict[str, Any]:
 
 
 def _duplicates(conn: Any, report: dict[str, Any]) -> None:
-    for ulid, paths in conn.execute(
-        "SELECT ulid, json_group_array(path) FROM (SELECT ulid, path FROM documents ORDER BY path)"
+    """Ids two documents claim; ``shared_sidecar`` when that is because they share one sidecar
+    (``a.md`` and ``a.mdx``: a sidecar is named after the file without its suffix)."""
+    for ulid, paths, sidecar, sidecars in conn.execute(
+        "SELECT ulid, json_group_array(path), min(sidecar_path), count(DISTINCT sidecar_path)"
+        " FROM (SELECT ulid, path, sidecar_path FROM documents ORDER BY path)"
         " GROUP BY ulid HAVING count(*) > 1 ORDER BY ulid"
     ):
-        report["duplicate_ids"].append({"id": ulid, "paths": json.loads(paths)})
+        report["duplicate_ids"].append({"id": ulid, "paths": json.loads(paths),
+                                        "shared_sidecar": sidecar if sidecars == 1 else None})
 
 
 def _disagreements(doc: dict[str, Any], report: dict[str, Any]) -> None:

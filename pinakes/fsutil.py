@@ -135,6 +135,22 @@ def matches_any(rel: str, patterns: Iterable[str]) -> bool:
     return any(glob_regex(p).match(rel) for p in patterns)
 
 
+def is_included(rel: str, include: Iterable[str]) -> bool:
+    """Whether ``include`` names the file ``rel``, its suffix in any case.
+
+    ``**/*.md`` takes ``NOTES.MD`` in as it does ``notes.md``: Windows tools and old
+    exports write suffixes in capitals, and a note is no less a note for it.
+    """
+    named = _any_matcher(tuple(include))
+    return named(rel) or named(_lower_suffix(rel))
+
+
+def _lower_suffix(rel: str) -> str:
+    """``a/NOTES.MD`` -> ``a/NOTES.md`` (the file name's stem keeps its case)."""
+    stem, sfx = os.path.splitext(rel)
+    return stem + sfx.lower()
+
+
 @lru_cache(maxsize=64)
 def _any_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     """``matches_any`` for a fixed pattern list, as one compiled alternation."""
@@ -183,10 +199,9 @@ def other_text_files(root: Path, include: list[str], exclude: list[str]) -> dict
     Asked only when a KB holds no document: a folder of ``.rst`` or ``.txt`` notes synced to
     "0 added" and said nothing of why.
     """
-    named = _any_matcher(tuple(include))
     counts: Counter[str] = Counter()
     for rel, _ in walk_kb(root, [f"**/*{sfx}" for sfx in OTHER_TEXT_SUFFIXES], exclude, []):
-        if not named(rel):
+        if not is_included(rel, include):
             counts[os.path.splitext(rel)[1].lower()] += 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -257,7 +272,7 @@ def walk_kb(
                     continue
                 yield from visit(Path(path), rel)
                 continue
-            if excluded(rel) or not included(rel):
+            if excluded(rel) or not (included(rel) or included(_lower_suffix(rel))):
                 sfx = os.path.splitext(entry.name)[1].lower() if uncovered else ""
                 if sfx in uncovered and left_out is not None and not excluded(rel):
                     left_out[sfx] += 1

@@ -508,7 +508,8 @@ def apply_phase(src: SyncInputs, store: Store, scan: Scan, report: SyncReport) -
         conn.execute("DELETE FROM problems")
         conn.executemany("INSERT INTO problems(path, message) VALUES (?, ?)", scan.problems)
         dupes = conn.execute(
-            "SELECT ulid, group_concat(path, ', ') FROM documents GROUP BY ulid HAVING count(*) > 1"
+            "SELECT ulid, group_concat(path, ', '), min(sidecar_path), count(DISTINCT sidecar_path)"
+            " FROM documents GROUP BY ulid HAVING count(*) > 1"
         ).fetchall()
         generation = store.generation
         if scan.prepared or scan.removed or report.rebuilt or generation == 0:
@@ -564,7 +565,13 @@ def _finish_report(report: SyncReport, scan: Scan, dupes: list[Any]) -> None:
     report.other_text = scan.other_text
     for doc in prepared:
         report.problems.extend(doc.problems)
-    for ulid, paths in dupes:
+    for ulid, paths, sidecar, sidecars in dupes:
+        if sidecars == 1:  # a.md and a.mdx: a sidecar is named after its document's stem
+            report.problems.append(
+                f"{paths} share one sidecar, {sidecar} (named after the file without its suffix), "
+                f"and so one id {ulid}: rename one of them, or leave its suffix out of [kb] include"
+            )
+            continue
         report.problems.append(
             f"duplicate id {ulid} claimed by {paths}: both are indexed; give one a new id "
             "(delete its `id:` line and run `pnk sync`)"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import PinakesError, StoreBusy
-from .fsutil import matches_any
+from .fsutil import is_included, matches_any
 from .sidecar import SUFFIX
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def _relevant(w: _Watched, changes: list[tuple[int, str]]) -> bool:
             sidecars[rel] = _stat_key(path)
         elif os.path.isdir(path):
             dirs.append(rel)
-        elif matches_any(rel, include) and not matches_any(rel, exclude):
+        elif is_included(rel, include) and not matches_any(rel, exclude):
             docs[rel] = _stat_key(path)
         elif not os.path.lexists(path):
             gone.append(rel)  # perhaps a folder moved out of the KB: did it hold indexed files?

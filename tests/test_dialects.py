@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from pinakes.cli import cli
 from pinakes.dialects import doc_aliases
+from pinakes.fsutil import is_included
 from pinakes.graph import load_doc_views
 from pinakes.links import link_contexts
 
@@ -191,6 +192,21 @@ def test_installed_packages_are_not_indexed_at_any_depth(make_kb) -> None:
     with kb.reader().snapshot() as conn:
         assert [r[0] for r in conn.execute("SELECT path FROM documents")] == ["docs/install.md"]
     assert report.added == ["docs/install.md"]
+
+
+def test_a_suffix_in_capitals_is_still_markdown(make_kb) -> None:
+    """Windows tools and old exports write ``NOTES.MD``: it is indexed, and links reach it."""
+    kb = make_kb({
+        "NOTES.MD": "# Notes\n\nThe quokka sleeps by day. See [the guide](Guide.Md).\n",
+        "Guide.Md": "# Guide\n\nBack to [[NOTES]].\n",
+        "photo.JPG": b"\xff\xd8\xff",
+    })
+    report = kb.sync()
+    assert sorted(report.added) == ["Guide.Md", "NOTES.MD"]
+    assert links_of(kb, "NOTES.MD") == [("Guide.Md", "markdown", "Guide.Md")]
+    assert links_of(kb, "Guide.Md") == [("NOTES", "wikilink", "NOTES.MD")]
+    assert kb.search("when does the quokka sleep", k=1).hits[0].path == "NOTES.MD"
+    assert is_included("a/B.MD", ["**/*.md"]) and not is_included("a/B.MDX", ["**/*.md"])
 
 
 def test_obsidian_comments_hide_their_links_but_not_their_text(make_kb) -> None:

@@ -75,7 +75,8 @@ def test_doctor_errors_exit_non_zero(make_kb, tmp_path) -> None:
     kb.sync()
     report = kb.doctor()
     assert report["ok"] is False and report["errors"] == 1
-    assert report["duplicate_ids"] == [{"id": "01JDQ5S8Z6W3K1V9XQ2M4B7N2T", "paths": ["one.md", "two.md"]}]
+    assert report["duplicate_ids"] == [{"id": "01JDQ5S8Z6W3K1V9XQ2M4B7N2T", "paths": ["one.md", "two.md"],
+                                        "shared_sidecar": None}]
     res = runner.invoke(cli, ["doctor", "--kb", str(kb.root)])
     assert res.exit_code == 1
     assert "duplicate ids" in res.output and "one.md, two.md" in res.output
@@ -180,6 +181,22 @@ def test_a_folder_of_other_text_files_is_told_why_nothing_was_indexed(tmp_path) 
     res = runner.invoke(cli, ["init", str(md)])
     assert "Note:" not in res.output
     assert json.loads(runner.invoke(cli, ["sync", "--kb", str(md), "--json"]).stdout)["other_text"] == {}
+
+
+def test_two_files_sharing_a_sidecar_are_told_so(make_kb) -> None:
+    """``a.md`` and ``a.mdx`` share ``a.pnk.yaml``, so one id: the fix is a rename, not a new id."""
+    kb = make_kb({"a.md": "# A\n\nalpha\n", "a.mdx": "# A page\n\nbeta\n", "b.md": "# B\n"},
+                 config='include = ["**/*.md", "**/*.mdx"]\n')
+    report = kb.sync()
+    assert [p for p in report.problems if "a.pnk.yaml" in p] == [
+        f"a.md, a.mdx share one sidecar, a.pnk.yaml (named after the file without its suffix), and so "
+        f"one id {kb.doctor()['duplicate_ids'][0]['id']}: rename one of them, or leave its suffix out "
+        "of [kb] include"]
+    assert kb.doctor()["duplicate_ids"][0]["shared_sidecar"] == "a.pnk.yaml"
+    res = CliRunner().invoke(cli, ["doctor", "--kb", str(kb.root)])
+    assert res.exit_code != 0 and "they share the sidecar a.pnk.yaml" in res.output
+    (kb.root / "a.mdx").rename(kb.root / "a-page.mdx")
+    assert not [p for p in kb.sync().problems if "sidecar" in p] and kb.doctor()["duplicate_ids"] == []
 
 
 def test_a_problem_with_a_line_names_its_file_once(make_kb) -> None:

@@ -68,7 +68,10 @@ def doctor(kb_path: str | None, json_: bool) -> None:
     if cal.get("problem"):
         click.echo(click.style(f"  warning: {cal['problem']}", fg="yellow"))
     counts = r["counts"]
-    _section("error: duplicate ids", [f"{d['id']}: {', '.join(d['paths'])}" for d in r["duplicate_ids"]],
+    _section("error: duplicate ids", [
+        f"{d['id']}: {', '.join(d['paths'])}" + (
+            f" (they share the sidecar {d['shared_sidecar']}: rename one, or leave its suffix out of "
+            "[kb] include)" if d.get("shared_sidecar") else "") for d in r["duplicate_ids"]],
              len(r["duplicate_ids"]), "red")
     _section("dangling links", [f"{d['file']}:{d['line']}: {d['target']} ({d['reason']})"
                                 for d in r["dangling"]], counts["dangling"], "yellow")
