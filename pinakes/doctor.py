@@ -226,8 +226,8 @@ _HINTS = {
                      "in any case; are those notes inside this KB? (docs/links.md, note dialects)"),
     "ambiguous-title": ("name several notes", "write a longer path ([[folder/note]])"),
     "outside-kb": ("point outside the KB", "run pnk on the vault's root folder"),
-    "no-document": ("without a suffix name no note", "they are likely folders, web routes or "
-                    "other files"),
+    "no-document": ("written without .md (a page, a folder, a route, an .html page) name no note",
+                    "they are likely folders, web routes or other files"),
     "unknown-kb": ("name a KB not in the fleet", "pnk fleet add NAME PATH"),
     "unknown-id": ("name an unknown id", "no document here or in the fleet has it"),
 }
