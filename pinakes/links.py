@@ -354,23 +354,22 @@ class Resolver:
     def __init__(self, conn: Any, root: Path) -> None:
         self.conn = conn
         self.root = root
-        self._order: str | None = None
+        self._label_first: bool | None = None
 
     @property
-    def wiki_order(self) -> str:
-        """Which part of ``[[a|b]]`` names the note in the tool that wrote this KB.
+    def label_first(self) -> bool:
+        """Whether the tool that wrote this KB puts a link's text first: ``[[a|b]]`` is text ``a``,
+        note ``b``.
 
-        ``label-first`` (``a`` is the text, ``b`` the note) in a Dendron workspace
-        (``dendron.yml``) and a GitHub or Gollum wiki (its ``_Sidebar.md`` or
-        ``_Footer.md``), else ``note-first``, as Obsidian, Foam and Logseq write it. A
+        So write a Dendron workspace (``dendron.yml``) and a GitHub or Gollum wiki (its
+        ``_Sidebar.md`` or ``_Footer.md``); Obsidian, Foam and Logseq write the note first. A
         root ``Home.md`` is no sign: Obsidian vaults have one as often as wikis do.
         """
-        if self._order is None:
+        if self._label_first is None:
             wiki = any((self.root / f"{n}{sfx}").is_file()
                        for n in ("_Sidebar", "_Footer") for sfx in DOC_SUFFIXES)
-            self._order = "label-first" if wiki or (self.root / "dendron.yml").is_file() \
-                else "note-first"
-        return self._order
+            self._label_first = wiki or (self.root / "dendron.yml").is_file()
+        return self._label_first
 
     def resolve(self, items: Sequence[tuple[str, ...]]) -> list[tuple[str | None, str | None]]:
         """``items`` are (kind, key, source path[, alt[, raw]]); returns (ULID, None) or (None, reason) each.
@@ -492,15 +491,15 @@ class Resolver:
             second_key = alt.partition("#")[0].strip()
             second = _pick(_wiki_lookups(second_key, src)[0], by_name, src,
                            split_vault(second_key)[0], "")
-            order = self.wiki_order
+            label_first = self.label_first
             # A wiki names a page by its title, which is its file name ("Page Name" is
             # Page-Name.md): that reads as the file too.
-            file_tiers = _FILE_TIERS | {"title"} if order != "note-first" else _FILE_TIERS
+            file_tiers = _FILE_TIERS | {"title"} if label_first else _FILE_TIERS
             if second[0] is not None and second[1] in file_tiers:
-                dendronish = order != "note-first" or second_key.lower().startswith("dendron://") \
+                dendronish = label_first or second_key.lower().startswith("dendron://") \
                     or dendron_name(second_key)
                 # Same note either way: the dialect decides only which part is the label.
-                if (first[0] is None and dendronish) or (first[0] is not None and order == "label-first"):
+                if (first[0] is None and dendronish) or (first[0] is not None and label_first):
                     return Answer(second[0], None, flipped=True)
         if first[0] is not None:
             return Answer(first[0], None)

@@ -347,9 +347,10 @@ def _toc_item(entry: str) -> str:
 _DEST = re.compile(r"\]\(([^()\n]*)\)")
 #: The site's own address in front of a path: Jekyll's ``{{ site.baseurl }}``, ``{{ site.url }}``.
 _SITE_VAR = re.compile(r"\{\{-?\s*site\.(?:baseurl|url)\s*-?\}\}")
-#: What names the page, and whether its path starts at the site's root in any case: Hugo's
-#: ``{{< ref "first" >}}`` (``relref``, ``{{% %}}``, ``path=``), Jekyll's ``{% link a.md %}``
-#: and ``{% post_url 2024-01-05-name %}``, and a Liquid filter ``{{ "/about/" | relative_url }}``.
+#: The templates that name a page, each with whether its path is looked up site-wide (then
+#: a leading ``/`` is dropped, see :func:`_site_link_roles`): Hugo's ``{{< ref "first" >}}``
+#: (``relref``, ``{{% %}}``, ``path=``), Jekyll's ``{% link a.md %}`` and ``{% post_url
+#: 2024-01-05-name %}``; and a Liquid filter's route, kept as written: ``{{ "/about/" | relative_url }}``.
 _TEMPLATE_PAGE = (
     (re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+(?:path\s*=\s*)?[\"`]([^\"`\n<>]+)[\"`][^}\n]*\}\}"), True),
     (re.compile(r"\{%-?\s*(?:link|post_url)\s+([^\s%]+)\s*-?%\}"), True),
