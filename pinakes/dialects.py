@@ -77,9 +77,10 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: (namespaces spelled in file names, journal dates, note ids, Logseq block ids) come last.
 #: ``folder`` and ``readme`` name a folder's own page, which only a suffixless path or a
 #: folder link (``[Guide](guide/)``) reaches, after the path itself; so does ``route``, a web
-#: address the page declares (``permalink: /about/``), before any file name.
-NAME_TIERS = ("path", "folder", "readme", "route", "name", "suffix", "title", "alias", "namespace",
-              "date", "id", "block")
+#: address the page declares (``permalink: /about/``), before any file name; ``folder-suffix``
+#: names a folder's page by the end of its folder's path, as ``suffix`` names a file.
+NAME_TIERS = ("path", "folder", "readme", "route", "name", "suffix", "folder-suffix", "title", "alias",
+              "namespace", "date", "id", "block")
 
 #: The file names (folded, no suffix) of the page a site generator serves for its folder:
 #: ``index.md`` (MkDocs, VitePress, Docusaurus, Sphinx), ``_index.md`` (a Hugo section).
@@ -292,7 +293,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
     ``notes/Topic/Alpha Beta.md`` titled "Alpha" with ``aliases: [AB]`` answers to
     ``notes/topic/alpha beta`` (path), ``alpha beta`` (name), ``topic/alpha beta``
     (suffix), ``alpha`` (title) and ``ab`` (alias); ``guide/index.md`` also to
-    ``guide`` (folder), ``guide/README.md`` to ``guide`` (readme), a page declaring
+    ``guide`` (folder), ``guide/README.md`` to ``guide`` (readme), ``site/docs/guide/index.md``
+    also to ``docs/guide`` (folder-suffix: a route under a site's content folder), a page declaring
     ``permalink: /about/`` to ``about`` (route); a Logseq page
     ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
     ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
@@ -317,6 +319,8 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
         add(fold("/".join(parts[i:])), "suffix")
     if len(parts) > 1 and fold(stem) in (*_FOLDER_PAGES, "readme"):
         add(fold("/".join(parts[:-1])), "readme" if fold(stem) == "readme" else "folder")
+        for i in range(1, len(parts) - 2):  # docs/concepts of content/en/docs/concepts/_index.md
+            add(fold("/".join(parts[i:-1])), "folder-suffix")
     if title:
         add(fold(title), "title")
     for alias in doc_aliases(front_matter):

@@ -562,6 +562,7 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
         if name:
             lookups += [("route", name)] if kind == "guess" else []
             lookups += [("name", name), ("suffix", name)]
+            lookups += [("folder-suffix", name)] if kind == "guess" else []
     return lookups
 
 

@@ -484,8 +484,14 @@ def test_site_generator_links_reach_the_page_they_serve(make_kb) -> None:
         "docs/setup.md": "# Setup\n\ns\n",
         "docs/setup/index.md": "# Setup folder\n\ns\n",
         "content/posts/first.md": "+++\ntitle = \"First\"\n+++\nf\n",
+        "content/en/docs/concepts/_index.md": "# Concepts\n\nc\n",
+        "content/en/docs/home.md": "# Home\n\n[concepts](/docs/concepts/), [ingress](/docs/ingress/)\n",
     })
     kb.sync()
+    assert links_of(kb, "content/en/docs/home.md") == [
+        ("/docs/concepts/", "markdown", "content/en/docs/concepts/_index.md"),  # a Hugo section
+        ("/docs/ingress/", "markdown", "no-document"),
+    ]
     assert links_of(kb, "docs/intro.md") == [
         ("guide/", "markdown", "docs/guide/index.md"),
         ("guide/reference/", "markdown", "docs/guide/reference/README.md"),
@@ -499,8 +505,12 @@ def test_site_generator_links_reach_the_page_they_serve(make_kb) -> None:
     later = kb.root / "docs" / "later"
     later.mkdir()
     (later / "_index.md").write_text("# Later\n\nl\n", "utf-8")
+    (kb.root / "content/en/docs/ingress").mkdir()
+    (kb.root / "content/en/docs/ingress/_index.md").write_text("# Ingress\n\ni\n", "utf-8")
     kb.sync()  # a folder gaining its page re-resolves the links to the folder
     assert links_of(kb, "docs/intro.md")[-1] == ("later/", "markdown", "docs/later/_index.md")
+    assert links_of(kb, "content/en/docs/home.md")[-1] == (
+        "/docs/ingress/", "markdown", "content/en/docs/ingress/_index.md")
 
 
 
