@@ -477,7 +477,7 @@ class Resolver:
             return Answer(by_path[key], None)
         if escapes_via_symlink(self.root, key):
             return Answer(None, "outside-kb")
-        ulid, _tier, _ambiguous = _pick(_path_lookups(kind, key, alt), by_name, src, "", key)
+        ulid, _tier, _ambiguous = _pick(_path_lookups(kind, key, alt), by_name, src, "", key, nearest=True)
         if ulid is not None:
             return Answer(ulid, None)
         return Answer(None, "no-document" if kind == "guess" else "missing-file")
@@ -567,13 +567,16 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
 
 
 def _pick(lookups: Sequence[tuple[str, str]], by_name: dict[str, list[tuple[str, str, str]]],
-          src: str, vault: str, exact: str) -> tuple[str | None, str | None, bool]:
+          src: str, vault: str, exact: str, nearest: bool = False) -> tuple[str | None, str | None, bool]:
     """``(ULID, tier, ambiguous)`` of the first lookup that matches.
 
     Several documents in one tier: the one at the exact path ``exact``, else the
     one in the linking note's folder, else the one inside the ``vault`` folder;
-    none of these makes it ambiguous (and the lookups stop there: a looser tier
-    must not pick one of several stronger matches).
+    with ``nearest`` (a Markdown path or site route), else the one sharing the most
+    folders with the linking page (``/docs/x/`` written in ``content/en/docs`` is
+    ``content/en/docs/x``, not another language's copy); none of these makes it
+    ambiguous (and the lookups stop there: a looser tier must not pick one of
+    several stronger matches).
     """
     folder = posixpath.dirname(src)
     for tier, name in lookups:
@@ -588,8 +591,24 @@ def _pick(lookups: Sequence[tuple[str, str]], by_name: dict[str, list[tuple[str,
             chosen = {u for u, p in found if keep(p)}
             if len(chosen) == 1:
                 return next(iter(chosen)), tier, False
+        if nearest:
+            shared = {u: _shared_folders(p, src) for u, p in found}
+            best = max(shared.values())
+            chosen = {u for u, n in shared.items() if n == best}
+            if best and len(chosen) == 1:
+                return next(iter(chosen)), tier, False
         return None, tier, True
     return None, None, False
+
+
+def _shared_folders(path: str, src: str) -> int:
+    """How many leading folders ``path`` and ``src`` have in common."""
+    n = 0
+    for a, b in zip(path.split("/")[:-1], src.split("/")[:-1], strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[int, Any]],

@@ -485,11 +485,12 @@ def test_site_generator_links_reach_the_page_they_serve(make_kb) -> None:
         "docs/setup/index.md": "# Setup folder\n\ns\n",
         "content/posts/first.md": "+++\ntitle = \"First\"\n+++\nf\n",
         "content/en/docs/concepts/_index.md": "# Concepts\n\nc\n",
+        "content/zh/docs/concepts/_index.md": "# 概念\n\nc\n",  # another language's copy
         "content/en/docs/home.md": "# Home\n\n[concepts](/docs/concepts/), [ingress](/docs/ingress/)\n",
     })
     kb.sync()
     assert links_of(kb, "content/en/docs/home.md") == [
-        ("/docs/concepts/", "markdown", "content/en/docs/concepts/_index.md"),  # a Hugo section
+        ("/docs/concepts/", "markdown", "content/en/docs/concepts/_index.md"),  # the nearer section
         ("/docs/ingress/", "markdown", "no-document"),
     ]
     assert links_of(kb, "docs/intro.md") == [
