@@ -142,7 +142,7 @@ def is_included(rel: str, include: Iterable[str]) -> bool:
     exports write suffixes in capitals, and a note is no less a note for it.
     """
     named = _any_matcher(tuple(include))
-    return named(rel) or named(_lower_suffix(rel))
+    return named(rel) or ((low := _lower_suffix(rel)) != rel and named(low))
 
 
 def _lower_suffix(rel: str) -> str:
@@ -272,7 +272,7 @@ def walk_kb(
                     continue
                 yield from visit(Path(path), rel)
                 continue
-            if excluded(rel) or not (included(rel) or included(_lower_suffix(rel))):
+            if excluded(rel) or not (included(rel) or ((low := _lower_suffix(rel)) != rel and included(low))):
                 sfx = os.path.splitext(entry.name)[1].lower() if uncovered else ""
                 if sfx in uncovered and left_out is not None and not excluded(rel):
                     left_out[sfx] += 1
