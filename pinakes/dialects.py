@@ -54,10 +54,12 @@ __all__ = [
     "zettel_id",
 ]
 
-#: The suffixes of a note: Markdown's, and MDX's (Docusaurus, Nextra pages). A link that names
+#: The suffixes of a note: Markdown's, MDX's (Docusaurus, Nextra pages) and Quarto's (``.qmd``,
+#: Markdown with code cells; not R Markdown's ``.Rmd``, which an R package keeps beside the
+#: ``README.md`` it renders, and whose sidecar would be that file's). A link that names
 #: one is a link to a note; a file with one that ``[kb] include`` names no pattern for is
 #: counted at sync (:func:`pinakes.fsutil.walk_kb`), so the sync can say why it indexed none.
-DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn")
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn", ".qmd")
 
 #: A Notion export names each page's file (and its subpages' folder) after its title, a space
 #: and the page's 32-digit hex id: "Clients 1e969a758672a64dfea579f174b610e0".

@@ -143,6 +143,25 @@ def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
     assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")
 
 
+def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
+    """Quarto pages (.qmd: Markdown with code cells) are notes: init includes them, links reach them."""
+    site = tmp_path / "quarto"
+    site.mkdir()
+    (site / "index.qmd").write_text("---\ntitle: Kiln log\n---\n\nSee [the glazes](glazes.qmd).\n\n"
+                                    "```{python}\nprint('[not a link](x.qmd)')\n```\n", "utf-8")
+    (site / "glazes.qmd").write_text("# Glazes\n\nCeladon needs a reduction firing.\n", "utf-8")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["init", str(site)])
+    assert res.exit_code == 0 and 'include = ["**/*.md", "**/*.qmd"]' in res.output
+    res = runner.invoke(cli, ["sync", "--kb", str(site), "--json"])
+    assert sorted(json.loads(res.stdout)["added"]) == ["glazes.qmd", "index.qmd"]
+    kb = KB.open(site)
+    assert kb.search("what does celadon need", k=1).hits[0].path == "glazes.qmd"
+    assert kb.doctor()["dangling"] == []
+    with kb.reader().snapshot() as conn:
+        assert conn.execute("SELECT count(*) FROM links WHERE dst_ulid IS NOT NULL").fetchone()[0] == 1
+
+
 def test_a_folder_of_other_text_files_is_told_why_nothing_was_indexed(tmp_path) -> None:
     """A folder of Sphinx .rst pages or Simplenote .txt notes synced to "0 added" in silence."""
     docs = tmp_path / "docs"
