@@ -353,7 +353,7 @@ def block_key(text: str) -> str:
 #: Every form :func:`link_form` returns, in the order ``pnk doctor`` lists them.
 FORMS = ("sidecar", "markdown", "reference", "autolink", "wikilink", "wikilink-alias",
          "wikilink-heading", "wikilink-block", "wikilink-date", "wikilink-id", "dendron-vault",
-         "embed", "tag", "property", "block-ref")
+         "embed", "tag", "property", "block-ref", "toctree", "doc-role", "template")
 
 
 def link_form(kind: str, target: str, fragment: str = "", aliased: bool = False,
@@ -361,13 +361,14 @@ def link_form(kind: str, target: str, fragment: str = "", aliased: bool = False,
     """The syntax a body link was written in, for ``pnk doctor``'s per-form report.
 
     ``kind`` is the parser's (``inline``, ``reference``, ``autolink``,
-    ``wikilink``, ``embed``, ``tag``, ``property``). A wikilink counts under its
+    ``wikilink``, ``embed``, ``tag``, ``property``; a site generator's ``toctree``,
+    ``doc-role`` and ``template``, read as Markdown links). A wikilink counts under its
     most specific feature: a vault prefix (in either part), then a block or
     heading fragment, a journal date or note id as target, then an alias.
     """
     if kind == "inline":
         return "markdown"
-    if kind in ("reference", "autolink", "embed", "tag", "property"):
+    if kind in ("reference", "autolink", "embed", "tag", "property", "toctree", "doc-role", "template"):
         return kind
     if kind == "blockref":
         return "block-ref"

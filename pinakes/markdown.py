@@ -67,6 +67,7 @@ class Link:
     target: str  # percent-decoded target without the fragment
     label: str  # link text (wikilink: the part after ``|``, else the inner text)
     kind: str  # "inline" | "reference" | "wikilink" | "autolink" | "embed" | "tag" | "property" | "blockref"
+    #           | "toctree" | "doc-role" | "template" (a site generator's forms, read as Markdown links)
     line: int  # 1-based line in the original file
     fragment: str  # "#section" split off the target, "" if none
     aliased: bool = False  # a wikilink written with ``|`` (its label may be the target: Dendron)
@@ -134,8 +135,9 @@ def parse_markdown(
     lines = src.split("\n")  # not splitlines(): markdown-it only breaks on "\n"
 
     toml_end = _front_matter_end(lines, "+++")
+    forms: dict[tuple[int, str], str] = {}  # (line, target) -> the site generator's form it was
     try:
-        tokens = _parser().parse(_parse_view(src, lines, toml_end))
+        tokens = _parser().parse(_parse_view(src, lines, toml_end, forms))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
@@ -168,6 +170,9 @@ def parse_markdown(
         links = property_links + [lk for lk in _collect_links(tokens) if lk.line not in own_lines]
     except Exception:  # pragma: no cover - defensive; links are best effort
         links = property_links
+    if forms:  # written as a toctree entry, a {doc} role or a template: say so (pnk doctor's forms)
+        links = [replace(lk, kind=forms[(lk.line, lk.target)]) if (lk.line, lk.target) in forms else lk
+                 for lk in links]
     if links and chunks:
         ends = [c.end_line for c in chunks]
         links = [replace(lk, chunk=chunks[min(bisect.bisect_left(ends, lk.line), len(chunks) - 1)]
@@ -197,7 +202,8 @@ _INDENTED_BLOCK = re.compile(
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
-def _parse_view(src: str, lines: list[str], toml_end: int | None) -> str:
+def _parse_view(src: str, lines: list[str], toml_end: int | None,
+                forms: dict[tuple[int, str], str] | None = None) -> str:
     """The text markdown-it parses: ``src`` as the tool it was written for shows it.
 
     Hugo's TOML front matter (``+++`` ... ``+++``) is fenced as YAML's, so its lines are no
@@ -206,15 +212,17 @@ def _parse_view(src: str, lines: list[str], toml_end: int | None) -> str:
     a MyST table of contents made a list of links (:func:`_toctree_links`), and the link
     forms of Hugo and Sphinx written as links (:func:`_site_link_roles`). Each works on one
     copy, line by line: every line keeps its number, and a chunk's text is still the
-    file's own lines (:class:`_Chunker` cuts ``src``, not this).
+    file's own lines (:class:`_Chunker` cuts ``src``, not this). ``forms`` collects the
+    (line, target) of each link written so, with the form it was written in.
     """
     out = list(lines)
     if toml_end is not None:
         out[0] = out[toml_end] = "---"
     moved = _unindent_bodies(src, out)
     opened = _open_directives(src, out)
-    tocs = _toctree_links(src, out)
-    roles = _site_link_roles(src, out)
+    forms = {} if forms is None else forms
+    tocs = _toctree_links(src, out, forms)
+    roles = _site_link_roles(src, out, forms)
     return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles else src
 
 
@@ -272,7 +280,7 @@ def _open_directives(src: str, out: list[str]) -> bool:
 _TOCTREE = re.compile(r" {0,3}(`{3,}|~{3,}|:{3,})\{toctree\}")
 
 
-def _toctree_links(src: str, out: list[str]) -> bool:
+def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> bool:
     """Write each entry of a MyST ``{toctree}`` in ``out`` as a list item linking to it; whether any.
 
     A Sphinx or Jupyter Book site's pages are joined by their tables of contents: an index
@@ -316,6 +324,8 @@ def _toctree_links(src: str, out: list[str]) -> bool:
             entry = out[i].strip()
             options = options and bool(_DIRECTIVE_OPTION.match(out[i]))
             out[i] = "" if options or not entry else _toc_item(entry)
+            if out[i]:
+                forms[(i + 1, _titled(entry)[1].partition("#")[0])] = "toctree"
             i += 1
         if i < len(out):
             out[i] = ""
@@ -373,7 +383,7 @@ def _template_page(dest: str) -> str | None:
     return None
 
 
-def _site_link_roles(src: str, out: list[str]) -> bool:
+def _site_link_roles(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> bool:
     """Rewrite the links site generators expand (templated destinations and MyST ``{doc}``
     roles) in ``out`` as Markdown links; whether any.
 
@@ -391,17 +401,26 @@ def _site_link_roles(src: str, out: list[str]) -> bool:
     if not templated and not role:
         return False
 
+    line_no = 0
+
     def page(m: re.Match[str]) -> str:
         dest = m.group(1)
         found = _template_page(dest) if "{{" in dest or "{%" in dest else None
-        return m.group(0) if found is None else f"](<{found}>)"
+        if found is None:
+            return m.group(0)
+        forms[(line_no, found.partition("#")[0])] = "template"
+        return f"](<{found}>)"
 
     def doc(m: re.Match[str]) -> str:
         title, path = _titled(m.group(1))
-        return m.group(0) if not path or "<" in path or ">" in path else f"[{title or path}](<{path}>)"
+        if not path or "<" in path or ">" in path:
+            return m.group(0)
+        forms[(line_no, path.partition("#")[0])] = "doc-role"
+        return f"[{title or path}](<{path}>)"
 
     changed = False
     for i, line in enumerate(out):
+        line_no = i + 1
         new = line
         if templated and "](" in new and "{" in new:
             new = _DEST.sub(page, new)

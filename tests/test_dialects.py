@@ -528,13 +528,15 @@ def test_sphinx_tables_of_contents_and_doc_roles_are_links(make_kb) -> None:
     })
     kb.sync()
     assert links_of(kb, "index.md") == [
-        ("install", "markdown", "install.md"),
-        ("guide/setup", "markdown", "guide/setup.md"),
-        ("install", "markdown", "install.md"),
-        ("guide/setup", "markdown", "guide/setup.md"),
+        ("install", "toctree", "install.md"),
+        ("guide/setup", "toctree", "guide/setup.md"),
+        ("install", "doc-role", "install.md"),
+        ("guide/setup", "doc-role", "guide/setup.md"),
     ]
-    assert links_of(kb, "install.md") == [("/guide/setup", "markdown", "guide/setup.md")]
-    assert links_of(kb, "guide/setup.md") == [("../install", "markdown", "install.md")]
+    assert links_of(kb, "install.md") == [("/guide/setup", "doc-role", "guide/setup.md")]
+    assert links_of(kb, "guide/setup.md") == [("../install", "toctree", "install.md")]
+    forms = {f["form"]: (f["resolved"], f["links"]) for f in kb.doctor()["link_forms"]}
+    assert forms["toctree"] == (3, 3) and forms["doc-role"] == (3, 3)  # pnk doctor counts them apart
     hit = kb.search("setting up contents", k=1).hits[0]
     assert hit.path == "index.md" and "Setting up <guide/setup>" in hit.text  # the page's own text
 
@@ -553,9 +555,9 @@ def test_hugo_ref_shortcodes_are_links(make_kb) -> None:
     })
     kb.sync()
     assert links_of(kb, "content/posts/second.md") == [
-        ("first", "markdown", "content/posts/first.md"),
-        ("about.md", "markdown", "content/about.md"),  # from the site's root, content/
-        ("first.md#intro", "markdown", "content/posts/first.md"),
+        ("first", "template", "content/posts/first.md"),
+        ("about.md", "template", "content/about.md"),  # from the site's root, content/
+        ("first.md#intro", "template", "content/posts/first.md"),
     ]
 
 
@@ -576,11 +578,11 @@ def test_jekyll_links_and_declared_addresses(make_kb) -> None:
     })
     kb.sync()
     assert links_of(kb, "index.md") == [
-        ("_posts/2019-01-01-hello.md", "markdown", "_posts/2019-01-01-hello.md"),
-        ("about.md#team", "markdown", "about.md"),
-        ("2019-01-01-hello", "markdown", "_posts/2019-01-01-hello.md"),
-        ("/team/", "markdown", "about.md"),
-        ("/help/faq.html", "markdown", "pages/faq.md"),
+        ("_posts/2019-01-01-hello.md", "template", "_posts/2019-01-01-hello.md"),
+        ("about.md#team", "template", "about.md"),
+        ("2019-01-01-hello", "template", "_posts/2019-01-01-hello.md"),
+        ("/team/", "template", "about.md"),
+        ("/help/faq.html", "template", "pages/faq.md"),
         ("/team", "markdown", "about.md"),
         ("/old/news/", "markdown", "content/news.md"),
         ("/later/", "markdown", "no-document"),
