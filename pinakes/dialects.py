@@ -319,8 +319,9 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
         add(fold(decoded), "name")
     for i in range(1, len(parts) - 1):
         add(fold("/".join(parts[i:])), "suffix")
-    if len(parts) > 1 and fold(stem) in (*_FOLDER_PAGES, "readme"):
-        add(fold("/".join(parts[:-1])), "readme" if fold(stem) == "readme" else "folder")
+    page = fold(stem)
+    if len(parts) > 1 and page in (*_FOLDER_PAGES, "readme"):
+        add(fold("/".join(parts[:-1])), "readme" if page == "readme" else "folder")
         for i in range(1, len(parts) - 2):  # docs/concepts of content/en/docs/concepts/_index.md
             add(fold("/".join(parts[i:-1])), "folder-suffix")
     if title:

@@ -141,14 +141,23 @@ def is_included(rel: str, include: Iterable[str]) -> bool:
     ``**/*.md`` takes ``NOTES.MD`` in as it does ``notes.md``: Windows tools and old
     exports write suffixes in capitals, and a note is no less a note for it.
     """
-    named = _any_matcher(tuple(include))
-    return named(rel) or ((low := _lower_suffix(rel)) != rel and named(low))
+    return _in_any_case(_any_matcher(tuple(include)), rel)
 
 
-def _lower_suffix(rel: str) -> str:
-    """``a/NOTES.MD`` -> ``a/NOTES.md`` (the file name's stem keeps its case)."""
+def _in_any_case(named: Callable[[str], bool], rel: str) -> bool:
+    """``named(rel)``, or else ``named`` of ``rel`` with its suffix in lower case (``a/NOTES.md``
+    for ``a/NOTES.MD``; the stem keeps its case), asked only when that differs."""
+    if named(rel):
+        return True
     stem, sfx = os.path.splitext(rel)
-    return stem + sfx.lower()
+    return sfx != sfx.lower() and named(stem + sfx.lower())
+
+
+def suffix_counts(counts: dict[str, int]) -> tuple[str, str]:
+    """Files counted by suffix as words and as the include patterns that take them in:
+    ``{".mdx": 2, ".markdown": 1}`` -> ``('2 .mdx, 1 .markdown', '"**/*.mdx", "**/*.markdown"')``."""
+    return (", ".join(f"{n} {sfx}" for sfx, n in counts.items()),
+            ", ".join(f'"**/*{sfx}"' for sfx in counts))
 
 
 @lru_cache(maxsize=64)
@@ -272,7 +281,7 @@ def walk_kb(
                     continue
                 yield from visit(Path(path), rel)
                 continue
-            if excluded(rel) or not (included(rel) or ((low := _lower_suffix(rel)) != rel and included(low))):
+            if excluded(rel) or not _in_any_case(included, rel):
                 sfx = os.path.splitext(entry.name)[1].lower() if uncovered else ""
                 if sfx in uncovered and left_out is not None and not excluded(rel):
                     left_out[sfx] += 1

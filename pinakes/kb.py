@@ -28,7 +28,7 @@ from .errors import (
     PinakesError,
     UnknownEmbedder,
 )
-from .fsutil import atomic_write, markdown_left_out
+from .fsutil import atomic_write, markdown_left_out, suffix_counts
 from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
 from .store import Store, damage_error, note_once
@@ -122,10 +122,9 @@ class KB:
         if found:
             # A Docusaurus or Nextra folder is .mdx pages: include them from the start rather
             # than index none and say so after the first sync.
-            include = ", ".join(f'"**/*{sfx}"' for sfx in (".md", *found))
-            counts = ", ".join(f"{n} {sfx}" for sfx, n in found.items())
+            counts, patterns = suffix_counts(found)
             text = text.replace('# include = ["**/*.md"]\n',
-                                f"include = [{include}]  # pnk init found {counts} files\n", 1)
+                                f'include = ["**/*.md", {patterns}]  # pnk init found {counts} files\n', 1)
         if template:
             from .templates import apply_template
 

@@ -551,18 +551,17 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
     as a site route, also the page declaring that address (``permalink: /about/``), before
     any file of that name. A path written with its suffix names that file only.
     """
+    guess = kind == "guess"
     base = fold(strip_suffix(key)) if key and not is_outside(key) else ""
-    tiers = ("path", "folder", "readme") if kind == "guess" else ("path",)
-    lookups = [(tier, base) for tier in tiers] if base else []
+    lookups = [(tier, base) for tier in (("path", "folder", "readme") if guess else ("path",))] if base else []
     if alt:
         from_root = kb_path(alt, "", root_relative=True)
         if from_root and not is_outside(from_root):
             lookups.append(("path", fold(strip_suffix(from_root))))
         name = lookup_name(alt)
         if name:
-            lookups += [("route", name)] if kind == "guess" else []
-            lookups += [("name", name), ("suffix", name)]
-            lookups += [("folder-suffix", name)] if kind == "guess" else []
+            tiers = ("route", "name", "suffix", "folder-suffix") if guess else ("name", "suffix")
+            lookups += [(tier, name) for tier in tiers]
     return lookups
 
 
@@ -603,12 +602,7 @@ def _pick(lookups: Sequence[tuple[str, str]], by_name: dict[str, list[tuple[str,
 
 def _shared_folders(path: str, src: str) -> int:
     """How many leading folders ``path`` and ``src`` have in common."""
-    n = 0
-    for a, b in zip(path.split("/")[:-1], src.split("/")[:-1], strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
+    return len(os.path.commonprefix([path.split("/")[:-1], src.split("/")[:-1]]))
 
 
 def refresh_links(conn: Any, root: Path, own_kb: str, inserted: Sequence[tuple[int, Any]],

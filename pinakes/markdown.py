@@ -202,8 +202,31 @@ _INDENTED_BLOCK = re.compile(
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
+class _Fences:
+    """The ordinary code fences the pre-readers of :func:`_parse_view` meet, line by line: a
+    syntax example in a fence stays code, whatever it shows."""
+
+    def __init__(self) -> None:
+        self.marker = ""  # the fence being skipped
+
+    def inside(self, line: str) -> bool:
+        """Whether ``line`` is in a fence, its closing line included."""
+        if not self.marker:
+            return False
+        if _is_closing_fence(line, self.marker):
+            self.marker = ""
+        return True
+
+    def opens(self, line: str) -> bool:
+        """Whether ``line`` opens a fence (the lines up to its close are then :meth:`inside`)."""
+        if m := _FENCE_LINE.match(line):
+            self.marker = m.group(1)
+            return True
+        return False
+
+
 def _parse_view(src: str, lines: list[str], toml_end: int | None,
-                forms: dict[tuple[int, str], str] | None = None) -> str:
+                forms: dict[tuple[int, str], str]) -> str:
     """The text markdown-it parses: ``src`` as the tool it was written for shows it.
 
     Hugo's TOML front matter (``+++`` ... ``+++``) is fenced as YAML's, so its lines are no
@@ -220,7 +243,6 @@ def _parse_view(src: str, lines: list[str], toml_end: int | None,
         out[0] = out[toml_end] = "---"
     moved = _unindent_bodies(src, out)
     opened = _open_directives(src, out)
-    forms = {} if forms is None else forms
     tocs = _toctree_links(src, out, forms)
     roles = _site_link_roles(src, out, forms)
     return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles else src
@@ -250,13 +272,11 @@ def _open_directives(src: str, out: list[str]) -> bool:
     if "```{" not in src and "~~~{" not in src:
         return False
     changed = False
-    outer = ""  # an ordinary fence being skipped
+    fences = _Fences()
     opened: list[str] = []  # the fence markers of the prose directives open around this line
     options = False
     for i, line in enumerate(out):
-        if outer:
-            if _is_closing_fence(line, outer):
-                outer = ""
+        if fences.inside(line):
             continue
         if opened and _is_closing_fence(line, opened[-1]):
             out[i], changed = "", True
@@ -272,8 +292,8 @@ def _open_directives(src: str, out: list[str]) -> bool:
             out[i], changed = "", True
             opened.append(m.group(1))
             options = True
-        elif f := _FENCE_LINE.match(line):
-            outer = f.group(1)
+        else:
+            fences.opens(line)
     return changed
 
 
@@ -292,19 +312,16 @@ def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) 
     if "{toctree}" not in src:
         return False
     changed = False
-    fence = ""  # an ordinary fence being skipped
+    fences = _Fences()
     i = 0
     while i < len(out):
         line = out[i]
-        if fence:
-            if _is_closing_fence(line, fence):
-                fence = ""
+        if fences.inside(line):
             i += 1
             continue
         m = _TOCTREE.match(line)
         if m is None:
-            if f := _FENCE_LINE.match(line):
-                fence = f.group(1)
+            fences.opens(line)
             i += 1
             continue
         marker, changed = m.group(1), True
@@ -443,16 +460,11 @@ def _unindent_bodies(src: str, out: list[str]) -> bool:
         return False
     end = _front_matter_end(out, "---", "...")
     start = 0 if end is None else end + 1
-    fence = ""
+    fences = _Fences()
     changed = False
     for i in range(start, len(out)):
         line = out[i]
-        if fence:
-            if _is_closing_fence(line, fence):
-                fence = ""
-            continue
-        if m := _FENCE_LINE.match(line):
-            fence = m.group(1)
+        if fences.inside(line) or fences.opens(line):
             continue
         m = _INDENTED_BLOCK.match(line)
         if m is None:

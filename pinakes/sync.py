@@ -29,7 +29,14 @@ import numpy as np
 
 from .config import LEDGER_DIR
 from .faults import crash_point
-from .fsutil import WalkProblem, atomic_write, other_text_files, stray_temps_under, walk_kb
+from .fsutil import (
+    WalkProblem,
+    atomic_write,
+    other_text_files,
+    stray_temps_under,
+    suffix_counts,
+    walk_kb,
+)
 from .graph import run_derivers
 from .health import chunk_hash, row_checksum
 from .links import refresh_links
@@ -340,8 +347,7 @@ def left_out_hint(left_out: dict[str, int]) -> str:
     if not left_out:
         return ""
     n = sum(left_out.values())
-    kinds = ", ".join(f"{count} {sfx}" for sfx, count in left_out.items())
-    patterns = ", ".join(f'"**/*{sfx}"' for sfx in left_out)
+    kinds, patterns = suffix_counts(left_out)
     them = "them" if n != 1 else "it"
     return (f"{n} Markdown file{'s are' if n != 1 else ' is'} not indexed ({kinds}): [kb] include has "
             f"no pattern for {them}; to index {them}, add {patterns} to include in pinakes.toml")
@@ -354,8 +360,7 @@ def other_text_hint(other_text: dict[str, int]) -> str:
     """
     if not other_text:
         return ""
-    kinds = ", ".join(f"{count} {sfx}" for sfx, count in other_text.items())
-    patterns = ", ".join(f'"**/*{sfx}"' for sfx in other_text)
+    kinds, patterns = suffix_counts(other_text)
     return (f"no Markdown file to index here, but {kinds} file{'s' if sum(other_text.values()) != 1 else ''}"
             f": to index them as Markdown text (their words searchable, their own link syntax not "
             f"read), add {patterns} to [kb] include in pinakes.toml")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -117,14 +118,22 @@ def test_markdown_files_include_leaves_out_are_named_with_the_line_that_takes_th
     assert kb.search("quokka installer", k=1).hits[0].path == "install.mdx"
 
 
+def _folder(root: Path, files: dict[str, str]) -> Path:
+    """A folder holding ``files`` ({relative path: text}) and no pinakes.toml yet: what
+    ``pnk init`` meets."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, "utf-8")
+    return root
+
+
 def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
-    site = tmp_path / "site"
-    (site / "docs").mkdir(parents=True)
-    (site / "docs" / "intro.mdx").write_text("# Intro\n\nThe quokka tour starts here.\n", "utf-8")
-    (site / "docs" / "api.mdx").write_text("# API\n\nCalls.\n", "utf-8")
-    (site / "README.md").write_text("# Site\n", "utf-8")
-    (site / "node_modules" / "pkg").mkdir(parents=True)
-    (site / "node_modules" / "pkg" / "readme.mdx").write_text("# Vendored\n", "utf-8")  # excluded
+    site = _folder(tmp_path / "site", {
+        "docs/intro.mdx": "# Intro\n\nThe quokka tour starts here.\n",
+        "docs/api.mdx": "# API\n\nCalls.\n",
+        "README.md": "# Site\n",
+        "node_modules/pkg/readme.mdx": "# Vendored\n",  # excluded
+    })
     runner = CliRunner()
     res = runner.invoke(cli, ["init", str(site)])
     assert res.exit_code == 0, res.output
@@ -136,20 +145,18 @@ def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
     res = runner.invoke(cli, ["sync", "--kb", str(site)])
     assert res.exit_code == 0 and "3 added" in res.output and "not indexed" not in res.output
     # A folder of .md files only keeps the default, written as a comment.
-    plain = tmp_path / "notes"
-    plain.mkdir()
-    (plain / "a.md").write_text("# A\n", "utf-8")
+    plain = _folder(tmp_path / "notes", {"a.md": "# A\n"})
     assert runner.invoke(cli, ["init", str(plain)]).exit_code == 0
     assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")
 
 
 def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
     """Quarto pages (.qmd: Markdown with code cells) are notes: init includes them, links reach them."""
-    site = tmp_path / "quarto"
-    site.mkdir()
-    (site / "index.qmd").write_text("---\ntitle: Kiln log\n---\n\nSee [the glazes](glazes.qmd).\n\n"
-                                    "```{python}\nprint('[not a link](x.qmd)')\n```\n", "utf-8")
-    (site / "glazes.qmd").write_text("# Glazes\n\nCeladon needs a reduction firing.\n", "utf-8")
+    site = _folder(tmp_path / "quarto", {
+        "index.qmd": "---\ntitle: Kiln log\n---\n\nSee [the glazes](glazes.qmd).\n\n"
+                     "```{python}\nprint('[not a link](x.qmd)')\n```\n",
+        "glazes.qmd": "# Glazes\n\nCeladon needs a reduction firing.\n",
+    })
     runner = CliRunner()
     res = runner.invoke(cli, ["init", str(site)])
     assert res.exit_code == 0 and 'include = ["**/*.md", "**/*.qmd"]' in res.output
@@ -164,13 +171,12 @@ def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
 
 def test_a_folder_of_other_text_files_is_told_why_nothing_was_indexed(tmp_path) -> None:
     """A folder of Sphinx .rst pages or Simplenote .txt notes synced to "0 added" in silence."""
-    docs = tmp_path / "docs"
-    (docs / "guide").mkdir(parents=True)
-    (docs / "guide" / "install.rst").write_text("Install\n=======\n\nRun the quokka installer.\n", "utf-8")
-    (docs / "guide" / "usage.rst").write_text("Usage\n=====\n\nCall it.\n", "utf-8")
-    (docs / "todo.txt").write_text("feed the quokka\n", "utf-8")
-    (docs / "node_modules" / "x").mkdir(parents=True)
-    (docs / "node_modules" / "x" / "notes.txt").write_text("vendored\n", "utf-8")  # excluded
+    docs = _folder(tmp_path / "docs", {
+        "guide/install.rst": "Install\n=======\n\nRun the quokka installer.\n",
+        "guide/usage.rst": "Usage\n=====\n\nCall it.\n",
+        "todo.txt": "feed the quokka\n",
+        "node_modules/x/notes.txt": "vendored\n",  # excluded
+    })
     runner = CliRunner()
     res = runner.invoke(cli, ["init", str(docs)])
     hint = ('no Markdown file to index here, but 2 .rst, 1 .txt files: to index them as Markdown '
@@ -193,10 +199,7 @@ def test_a_folder_of_other_text_files_is_told_why_nothing_was_indexed(tmp_path) 
     assert kb.search("quokka installer", k=1).hits[0].path == "guide/install.rst"
     assert kb.doctor()["other_text"] == {}
     # A Markdown KB with a stray requirements.txt is told nothing.
-    md = tmp_path / "md"
-    md.mkdir()
-    (md / "a.md").write_text("# A\n", "utf-8")
-    (md / "requirements.txt").write_text("numpy\n", "utf-8")
+    md = _folder(tmp_path / "md", {"a.md": "# A\n", "requirements.txt": "numpy\n"})
     res = runner.invoke(cli, ["init", str(md)])
     assert "Note:" not in res.output
     assert json.loads(runner.invoke(cli, ["sync", "--kb", str(md), "--json"]).stdout)["other_text"] == {}
