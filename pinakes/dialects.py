@@ -41,6 +41,7 @@ __all__ = [
     "doc_aliases",
     "doc_names",
     "doc_routes",
+    "served_key",
     "fold",
     "hierarchy_parent",
     "is_attachment",
@@ -80,9 +81,12 @@ ATTACHMENT_SUFFIXES = frozenset(
 #: ``folder`` and ``readme`` name a folder's own page, which only a suffixless path or a
 #: folder link (``[Guide](guide/)``) reaches, after the path itself; so does ``route``, a web
 #: address the page declares (``permalink: /about/``), before any file name; ``folder-suffix``
-#: names a folder's page by the end of its folder's path, as ``suffix`` names a file.
+#: names a folder's page by the end of its folder's path, as ``suffix`` names a file; ``served``
+#: is the address a docs site serves a page at when it differs from the file's path (the
+#: ordering numbers of ``01-guide/02-install.md`` left out, Docusaurus's ``id:``), last among a
+#: suffixless path's readings.
 NAME_TIERS = ("path", "folder", "readme", "route", "name", "suffix", "folder-suffix", "title", "alias",
-              "namespace", "date", "id", "block")
+              "namespace", "date", "id", "block", "served")
 
 #: The file names (folded, no suffix) of the page a site generator serves for its folder:
 #: ``index.md`` (MkDocs, VitePress, Docusaurus, Sphinx), ``_index.md`` (a Hugo section).
@@ -288,6 +292,41 @@ def doc_routes(front_matter: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: The ordering number of a file or folder name, which Docusaurus leaves out of the page's
+#: address (``01-intro.md`` is served as ``intro``, ``2_guides/`` as ``guides/``): digits, then
+#: dashes, underscores or dots, then a name that does not start with a digit, so that a date
+#: (``2023-01-05-notes``) or a version (``1.2-notes``) keeps its numbers.
+_ORDER_NUMBER = re.compile(r"^\d+\s*[-_.]+\s*(?=[^\d\s._-])")
+#: A page id as Docusaurus takes it from front matter (``id: config``): one path segment.
+_PAGE_ID = re.compile(r"^[\w.-]+$")
+
+
+def served_key(name: str) -> str:
+    """A folded path with each segment's ordering number left out: ``docs/01-guide/02-install``
+    -> ``docs/guide/install``, the form a docs site's address takes."""
+    return "/".join(_ORDER_NUMBER.sub("", part) for part in name.split("/"))
+
+
+def _served_path(bare: str, front_matter: Mapping[str, Any]) -> str:
+    """The folded address a docs site serves the page ``bare`` (a path without suffix) at.
+
+    Docusaurus drops the ordering numbers of file and folder names and puts a page's
+    ``id:`` (or a relative ``slug:``) in place of its file name; a folder's ``index`` page
+    is served as the folder.
+    """
+    folder, _, stem = bare.rpartition("/")
+    for key in ("slug", "id"):
+        value = front_matter.get(key)
+        if isinstance(value, str) and _PAGE_ID.match(value.strip()):
+            stem = value.strip()
+            break
+    served = served_key(fold(f"{folder}/{stem}" if folder else stem))
+    if served == fold(bare):
+        return served  # served at its own path: no other name
+    head, _, last = served.rpartition("/")
+    return head if head and last in (*_FOLDER_PAGES, "readme") else served
+
+
 def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
               block_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
     """Every ``(folded name, tier)`` a document answers to (see :data:`NAME_TIERS`).
@@ -301,7 +340,9 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
     ``pages/a___b.md`` also to ``a/b`` (namespace), a journal
     ``journals/2023_01_01.md`` to ``date:2023-01-01`` and a note
     ``202301011200 Idea.md`` to ``id:202301011200``; a Logseq page declaring the
-    block id ``6f1c…`` (``block_ids``) to ``6f1c…`` (block), which ``((6f1c…))`` asks for.
+    block id ``6f1c…`` (``block_ids``) to ``6f1c…`` (block), which ``((6f1c…))`` asks for;
+    ``docs/01-guide/02-install.md`` also to ``docs/guide/install``, ``guide/install`` and
+    ``install`` (served: the address Docusaurus gives it).
     """
     out: dict[tuple[str, str], None] = {}
 
@@ -335,6 +376,11 @@ def doc_names(path: str, title: str, front_matter: Mapping[str, Any],
     add(zettel_id(stem), "id")
     for block in block_ids:
         add(block_key(block), "block")
+    served = _served_path(bare, front_matter)
+    if served != fold(bare):
+        segments = served.split("/")
+        for i in range(len(segments)):
+            add("/".join(segments[i:]), "served")
     return list(out)
 
 

@@ -50,6 +50,7 @@ from .dialects import (
     is_attachment,
     link_form,
     lookup_name,
+    served_key,
     split_vault,
     strip_suffix,
     zettel_id,
@@ -549,7 +550,9 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
     ``/guide/`` or ``/guide`` is ``guide/index.md`` when no ``guide.md`` answers, as every
     site generator serves it (then ``guide/README.md``, as GitHub shows a folder); written
     as a site route, also the page declaring that address (``permalink: /about/``), before
-    any file of that name. A path written with its suffix names that file only.
+    any file of that name; last, the page a docs site serves there (``/docs/guide/intro`` is
+    ``docs/01-guide/01-intro.md``: the ``served`` tier). A path written with its suffix names
+    that file only.
     """
     guess = kind == "guess"
     base = fold(strip_suffix(key)) if key and not is_outside(key) else ""
@@ -562,6 +565,9 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
         if name:
             tiers = ("route", "name", "suffix", "folder-suffix") if guess else ("name", "suffix")
             lookups += [(tier, name) for tier in tiers]
+    if guess:  # last: the address a docs site serves (ordering numbers and ids: dialects.served_key)
+        lookups += [("served", served_key(n)) for n in dict.fromkeys((base, lookup_name(alt) if alt else ""))
+                    if n]
     return lookups
 
 
@@ -708,7 +714,8 @@ def _folded_keys(target: Target) -> tuple[str, str, str]:
     gains or loses one of them, the link is resolved again.
 
     ``fday`` is a journal date or note id the name also reads as (``date:2023-03-14``,
-    ``id:202301011200``); a ``pnk://`` link looks up ``ulid:<ULID>``.
+    ``id:202301011200``), or for a suffixless path the address a docs site serves
+    (``docs/01-guide/intro`` as ``docs/guide/intro``); a ``pnk://`` link looks up ``ulid:<ULID>``.
     """
     if target.kind in ("wiki", "tag"):
         alt = target.alt.partition("#")[0]
@@ -718,7 +725,9 @@ def _folded_keys(target: Target) -> tuple[str, str, str]:
             day = day or date_key(note) or (zettel_id(note) if note.isdigit() else "")
         return lookup_name(target.key), lookup_name(alt) if alt else "", day
     if target.kind in ("path", "guess"):
-        return fold(strip_suffix(target.key)), lookup_name(target.alt) if target.alt else "", ""
+        fkey, falt = fold(strip_suffix(target.key)), lookup_name(target.alt) if target.alt else ""
+        served = [served_key(n) for n in (fkey, falt) if n] if target.kind == "guess" else []
+        return fkey, falt, next((n for n in served if n not in (fkey, falt)), "")
     if target.kind == "id":
         return _ULID_KEY + target.key, "", ""
     return "", "", ""

@@ -30,7 +30,7 @@ from .errors import IndexDamaged, NotSynced, StoreBusy
 from .fsutil import enable_wal
 from .graph import GRAPH_SCHEMA
 
-SCHEMA_VERSION = "12"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
+SCHEMA_VERSION = "13"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_fts; 6: link forms,
 # context and the link_names table (note dialects); 7: moves, vector and chunk-row checksums;
 # 8: a link whose sentence says next to nothing takes its context from the sentence before;
 # 9: the full-text index holds text folded to NFKC ("CO₂" as "CO2"; pinakes.text.fold);
@@ -40,7 +40,9 @@ SCHEMA_VERSION = "12"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_
 # Hugo's TOML front matter), and .mdx a note suffix; 12: a folder link (guide/), a built page
 # (guide.html) and a site route (/posts/first/) reach the page a site generator serves, and
 # the links of site generators (MyST {toctree} entries and {doc} roles, Hugo ref shortcodes,
-# Jekyll Liquid links) count, and a route reaches the page declaring it (permalink, url, slug)
+# Jekyll Liquid links) count, and a route reaches the page declaring it (permalink, url, slug);
+# 13: a suffixless link reaches the page a docs site serves there (link_names tier ``served``:
+# ordering numbers such as 01-intro.md left out, Docusaurus's id:)
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",
@@ -97,7 +99,7 @@ CREATE TABLE IF NOT EXISTS links (      -- see pinakes/links.py
     alt TEXT NOT NULL DEFAULT '',       -- a second reading: [[a|b]]'s b, a path as written
     fkey TEXT NOT NULL DEFAULT '',      -- folded name `key` looks up (re-resolved when it changes)
     falt TEXT NOT NULL DEFAULT '',      -- folded name `alt` looks up
-    fday TEXT NOT NULL DEFAULT '',      -- the journal date / note id it reads as (date:..., id:...)
+    fday TEXT NOT NULL DEFAULT '',      -- the journal date / note id it reads as (date:..., id:...), or the served address
     rel TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '',
     provenance TEXT NOT NULL DEFAULT '', -- a sidecar link's `origin:` (e.g. deep)
@@ -121,7 +123,7 @@ CREATE INDEX IF NOT EXISTS links_moved ON links(reason) WHERE reason = 'moved';
 CREATE TABLE IF NOT EXISTS link_names (  -- the names a document answers to (pinakes/dialects.py)
     doc INTEGER NOT NULL,               -- documents.doc
     name TEXT NOT NULL,                 -- folded: a path, file name, title, alias, date:..., id:...
-    tier TEXT NOT NULL                  -- path | name | suffix | title | alias | namespace | date | id
+    tier TEXT NOT NULL                  -- dialects.NAME_TIERS: path | name | suffix | title | alias | ... | served
 );
 CREATE INDEX IF NOT EXISTS link_names_name ON link_names(name);
 CREATE INDEX IF NOT EXISTS link_names_doc ON link_names(doc);

@@ -593,6 +593,40 @@ def test_jekyll_links_and_declared_addresses(make_kb) -> None:
     assert links_of(kb, "index.md")[-1] == ("/later/", "markdown", "notes/l.md")
     assert doc_aliases({"aliases": ["/old/news/", "Newsroom"]}) == ["Newsroom"]  # an address, no name
 
+
+def test_docusaurus_addresses_leave_out_ordering_numbers_and_take_the_page_id(make_kb) -> None:
+    """A Docusaurus site serves ``docs/01-guide/02-install.mdx`` at ``/docs/guide/install`` and a
+    page declaring ``id: config`` at ``/docs/config``: links written as those addresses reach
+    the files; a date or version in a file name keeps its numbers."""
+    kb = make_kb({
+        "website/docs/01-guide/01-intro.md": "# Intro\n\n[install](./install), [next](install), "
+                                             "[config](/docs/config), [guide](/docs/guide/),\n"
+                                             "[notes](/docs/notes), [release](../release), [later](./later)\n",
+        "website/docs/01-guide/02-install.mdx": "import Tabs from '@theme/Tabs';\n\n# Install\n\n"
+                                                "Back to [the intro](/docs/guide/intro).\n",
+        "website/docs/01-guide/index.md": "# Guide\n\ng\n",
+        "website/docs/configuration.md": "---\nid: config\n---\n# Configuration\n\nc\n",
+        "website/docs/2023-05-01-notes.md": "# Notes of May\n\nn\n",  # a date, not an order
+        "website/docs/1.2-release.md": "# Release 1.2\n\nr\n",  # a version, not an order
+    }, config='include = ["**/*.md", "**/*.mdx"]\n')
+    kb.sync()
+    assert links_of(kb, "website/docs/01-guide/01-intro.md") == [
+        ("./install", "markdown", "website/docs/01-guide/02-install.mdx"),
+        ("install", "markdown", "website/docs/01-guide/02-install.mdx"),
+        ("/docs/config", "markdown", "website/docs/configuration.md"),
+        ("/docs/guide/", "markdown", "website/docs/01-guide/index.md"),
+        ("/docs/notes", "markdown", "no-document"),
+        ("../release", "markdown", "no-document"),
+        ("./later", "markdown", "no-document"),
+    ]
+    assert links_of(kb, "website/docs/01-guide/02-install.mdx") == [
+        ("/docs/guide/intro", "markdown", "website/docs/01-guide/01-intro.md")]
+    (kb.root / "website/docs/01-guide/03-later.md").write_text("# Later\n\nl\n", "utf-8")
+    kb.sync()  # a page served at the address re-resolves the links to it
+    assert links_of(kb, "website/docs/01-guide/01-intro.md")[-1] == (
+        "./later", "markdown", "website/docs/01-guide/03-later.md")
+
+
 BAD = {
     "junk.md": (
         "# Junk\n\n"
