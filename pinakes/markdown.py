@@ -116,7 +116,8 @@ def parse_markdown(
 
     ``name``: the file's name, which tells a Notion export's page (its name ends in
     the page's 32-digit hex id) and so whether the lines under its title are the
-    page's properties (:func:`_notion_properties`).
+    page's properties (:func:`_notion_properties`), and an MDX page (``.mdx``), whose
+    ``import`` and ``export`` statements are code, not text (:func:`_mdx_statements`).
 
     Chunks never exceed ``max_tokens`` as measured by ``count_tokens`` (the
     embedder's own tokenizer, called in batches because it is usually a Rust
@@ -136,12 +137,15 @@ def parse_markdown(
 
     toml_end = _front_matter_end(lines, "+++")
     forms: dict[tuple[int, str], str] = {}  # (line, target) -> the site generator's form it was
+    code = [] if name.lower().endswith(".mdx") else None  # an MDX page's statements' lines
     try:
-        tokens = _parser().parse(_parse_view(src, lines, toml_end, forms))
+        tokens = _parser().parse(_parse_view(src, lines, toml_end, forms, code))
     except Exception:  # pragma: no cover - defensive; markdown-it should not fail
         tokens = []  # degrade: the whole file becomes preamble text, no links
 
     structure = _Structure.from_tokens(tokens, len(lines))
+    if code:
+        structure.hidden = sorted(structure.hidden + code)
 
     front_matter: dict[str, Any] = {}
     fm_error: str | None = None
@@ -226,14 +230,16 @@ class _Fences:
 
 
 def _parse_view(src: str, lines: list[str], toml_end: int | None,
-                forms: dict[tuple[int, str], str]) -> str:
+                forms: dict[tuple[int, str], str], code: list[tuple[int, int]] | None = None) -> str:
     """The text markdown-it parses: ``src`` as the tool it was written for shows it.
 
     Hugo's TOML front matter (``+++`` ... ``+++``) is fenced as YAML's, so its lines are no
     text (:func:`_load_toml_front_matter` reads its keys); MkDocs bodies are unindented
     (:func:`_unindent_bodies`), MyST prose directives opened (:func:`_open_directives`),
     a MyST table of contents made a list of links (:func:`_toctree_links`), and the link
-    forms of Hugo and Sphinx written as links (:func:`_site_link_roles`). Each works on one
+    forms of Hugo and Sphinx written as links (:func:`_site_link_roles`), and, when ``code``
+    is given (an MDX page), its ``import`` / ``export`` statements blanked and their line
+    ranges added to ``code``, which no chunk holds (:func:`_mdx_statements`). Each works on one
     copy, line by line: every line keeps its number, and a chunk's text is still the
     file's own lines (:class:`_Chunker` cuts ``src``, not this). ``forms`` collects the
     (line, target) of each link written so, with the form it was written in.
@@ -245,7 +251,42 @@ def _parse_view(src: str, lines: list[str], toml_end: int | None,
     opened = _open_directives(src, out)
     tocs = _toctree_links(src, out, forms)
     roles = _site_link_roles(src, out, forms)
-    return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles else src
+    esm = code is not None and _mdx_statements(out, code)
+    return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles or esm else src
+
+
+#: The first line of an MDX page's ES module statement: ``import Tabs from '@theme/Tabs';``,
+#: ``import './styles.css'``, ``export const meta = {...}``, ``export default Layout``.
+_ESM = re.compile(r"import[ \t]+[\w$*{'\"]|export[ \t]+(?:(?:default|const|let|var|function|async|class)\b"
+                  r"|[{*])")
+
+
+def _mdx_statements(out: list[str], code: list[tuple[int, int]]) -> bool:
+    """Blank an MDX page's ``import`` and ``export`` statements in ``out``, adding their line
+    ranges to ``code``; whether there were any.
+
+    Docusaurus and Nextra pages open with the components they use; MDX reads a statement
+    from a line that starts with ``import`` or ``export`` to the next blank line. It is code
+    the site runs, not text the page shows: kept, it made a section of its own that search
+    returned for "tabs". Lines in a fence, and the front matter, are left alone; so is a
+    ``.md`` page, where such a line is prose.
+    """
+    end = _front_matter_end(out, "---", "...")
+    fences = _Fences()
+    changed = False
+    i = 0 if end is None else end + 1
+    while i < len(out):
+        line = out[i]
+        if fences.inside(line) or fences.opens(line) or not _ESM.match(line):
+            i += 1
+            continue
+        start = i
+        while i < len(out) and out[i].strip():
+            out[i] = ""
+            i += 1
+        code.append((start, i))
+        changed = True
+    return changed
 
 
 #: MyST (Sphinx, Jupyter Book) directives whose body is prose the page shows: admonitions,

@@ -260,6 +260,48 @@ def test_myst_prose_directives_are_read_as_markdown_and_code_directives_stay_cod
 
 
 
+def test_an_mdx_pages_import_and_export_statements_are_code_not_text() -> None:
+    """An MDX page's statements are the components it uses, not what it says: no chunk holds
+    them and their links are none; an import in a code fence stays, and so does a ``.md``
+    paragraph that starts with the word."""
+    doc = md("""
+        ---
+        sidebar_position: 2
+        ---
+        import Tabs from '@theme/Tabs';
+        import {
+          Card,
+          Grid,  // [not a link](card.md)
+        } from '@site/src/components';
+        export const meta = {owner: 'docs'};
+
+        # Install
+
+        import './styles.css';
+
+        <Tabs>
+
+        Install it with pip, then read [the setup](setup.md).
+
+        </Tabs>
+
+        ```js
+        import Tabs from '@theme/Tabs';
+        ```
+        """)
+    parsed = parse_markdown(doc, name="docs/01-install.mdx")
+    text = "\n".join(c.text for c in parsed.chunks)
+    assert "from '@" not in text.replace("```js\nimport Tabs from '@theme/Tabs';\n```", "")
+    assert "styles.css" not in text and "Grid" not in text and "owner" not in text
+    assert "Install it with pip" in text and "```js\nimport Tabs from '@theme/Tabs';\n```" in text
+    assert [c.heading_path for c in parsed.chunks] == [("Install",)]  # no "(intro)" of imports
+    assert [lk.target for lk in parsed.links] == ["setup.md"]
+    assert parsed.front_matter == {"sidebar_position": 2}
+    plain = parse_markdown(doc, name="docs/01-install.md")  # Markdown: the same lines are prose
+    assert "import Tabs from '@theme/Tabs';" in plain.chunks[0].text
+    assert "card.md" in [lk.target for lk in plain.links]
+
+
 @pytest.mark.parametrize("line", [
     "[x](" + "{{" * 100_000,  # a templated destination that never closes
     "{doc}`a" + " " * 200_000 + "b",  # a role that never closes
