@@ -237,6 +237,12 @@ def query_lines(explain: Mapping[str, Any]) -> list[str]:
     ch = explain["channel"]
     lines.append(f"channel: {ch.get('why') or ch['in_force']} (asked: {ch['requested']})"
                  + (f"; its list joins as {ch['fusion']}" if ch.get("fusion") else ""))
+    scope = explain.get("scope")
+    if scope:
+        from .scope import scope_words
+
+        lines.append(f"scope: {scope['documents']} documents {scope_words(scope)}; "
+                     "each list ranks only their chunks (the graph walks through any document)")
     lex = explain["lexical"]
     if lex.get("ran"):
         terms = ", ".join(f"{t['term']} (idf {_n(t['idf'], 2)}{'' if t['kept'] else ', not matched: common'})"

@@ -149,7 +149,8 @@ class FleetResult(SearchResult):
 def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
                 channel: str | None = None, graph_roots: int | None = None,
-                skipped: Sequence[dict[str, str]] = (), explain: bool = False) -> FleetResult:
+                skipped: Sequence[dict[str, str]] = (), explain: bool = False,
+                within: Sequence[str] = (), tags: Sequence[str] = ()) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
     ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
@@ -164,15 +165,26 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     naming it. ``skipped`` carries KBs the caller already had to leave out.
     ``explain``: see :meth:`pinakes.kb.KB.search`; over several KBs the query's
     explanation is ``{"by_kb": {name: explanation}}`` (each hit keeps its own).
+    ``within`` and ``tags`` scope each KB's search (:mod:`pinakes.scope`); over several KBs,
+    one with nothing in scope adds no hits (listed in ``skipped``), and only when none has
+    anything in scope is it an error.
     """
+    from .scope import OutOfScope
+
     started = time.perf_counter()
     left_out = list(skipped)
+    out_of_scope: list[dict[str, str]] = []
     results = []
     for kb in kbs:
         name = label(kb)
         try:
             result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
-                               graph_roots=graph_roots, explain=explain)
+                               graph_roots=graph_roots, explain=explain, within=within, tags=tags)
+        except OutOfScope as exc:
+            if len(kbs) == 1 and not left_out:
+                raise
+            out_of_scope.append({"kb": name, "reason": str(exc)})
+            continue
         except KB_UNAVAILABLE as exc:
             if len(kbs) == 1 and not left_out:  # the one KB asked for: an error naming it
                 cls = type(exc) if isinstance(exc, PinakesError) else NotSynced
@@ -183,6 +195,9 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
             h.kb = name
         result.kb = name
         results.append(result)
+    if not results and out_of_scope:
+        raise OutOfScope("in no knowledge base: " + _list_skipped(out_of_scope + left_out))
+    left_out += out_of_scope
     if not results:
         raise NotSynced("no knowledge base could be searched: " + _list_skipped(left_out))
     if len(kbs) == 1 and not left_out:
@@ -203,6 +218,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         timings_ms={"total": (time.perf_counter() - started) * 1000},
         explain={"by_kb": {r.kb: r.explain for r in results}} if explain else None,
         skipped=sorted(left_out, key=lambda s: s["kb"]),
+        scope={**results[0].scope, "documents": sum(r.scope["documents"] for r in results if r.scope)}
+        if results[0].scope else None,
     )
 
 

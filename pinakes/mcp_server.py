@@ -138,6 +138,10 @@ class SearchOut(BaseModel):
         None, description="With explain: the query's stages (terms kept and dropped, the graph "
                           "channel in force and its seeds, the confidence's features)."
     )
+    scope: dict[str, Any] | None = Field(
+        None, description="When the search was scoped (within, tags): what was asked and how many "
+                          "documents that holds."
+    )
 
 
 class NeighbourOut(_Open):
@@ -414,8 +418,10 @@ class PinakesServer:
 
     def search(self, query: str, kb: str | None = None, k: int | None = None,
                entities: Sequence[str] = (), concepts: Sequence[str] = (),
-               channel: str | None = None, explain: bool = False) -> dict[str, Any]:
-        """Hybrid search, capped and fitted to the response budget (``explain`` included)."""
+               channel: str | None = None, explain: bool = False,
+               within: Sequence[str] = (), tags: Sequence[str] = ()) -> dict[str, Any]:
+        """Hybrid search, capped and fitted to the response budget (``explain`` included);
+        ``within`` and ``tags`` scope it (:mod:`pinakes.scope`, paths from each KB's root)."""
         if not query.strip():
             raise ToolError("the query is empty")
         kbs = self.pick_many(kb)
@@ -428,7 +434,7 @@ class PinakesServer:
         from .fleet import label
 
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
-                             channel=channel, explain=explain)
+                             channel=channel, explain=explain, within=list(within), tags=list(tags))
         names = {id(kb_): served for served, kb_ in self.kbs.items()}
         label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
@@ -454,6 +460,7 @@ class PinakesServer:
             "skipped": [{"kb": label_of.get(s["kb"], s["kb"]), "reason": s["reason"]}
                         for s in result.skipped],
             **({"explain": result.explain} if explain else {}),
+            **({"scope": result.scope} if result.scope else {}),
         }
         self._fit_hits(out)
         return out
@@ -741,8 +748,11 @@ class PinakesServer:
             concepts: Annotated[list[str] | None, Field(description="Ideas to blend into the query's meaning, e.g. ['term weighting'].")] = None,
             channel: Annotated[str | None, Field(description="Graph channel: 'off', 'auto' or an installed one such as 'ppr' or 'expand'. Default: the KB's setting (auto: ppr when installed).")] = None,
             explain: Annotated[bool, Field(description="Also say why each hit is there: each stage's numbers, and the graph's seed and path. Larger answers: use it to debug a ranking, not by default.")] = False,
+            within: Annotated[list[str] | None, Field(description="Search only documents under one of these folders or files, or matching a glob, from the KB's root, e.g. ['meetings', 'projects/2024-*'].")] = None,
+            tags: Annotated[list[str] | None, Field(description="Search only documents carrying every one of these tags (front matter or #tag; 'project' also matches #project/alpha).")] = None,
         ) -> Annotated[CallToolResult, SearchOut]:
-            out = server.search(query, kb, k, entities or (), concepts or (), channel, explain)
+            out = server.search(query, kb, k, entities or (), concepts or (), channel, explain,
+                                within or (), tags or ())
             return _result(out, render_search(out))
 
         @guard
@@ -895,6 +905,10 @@ def render_search(out: dict[str, Any]) -> str:
         lines.append("")
         lines.append("truncated: narrow the query rather than paging")
     lines += [f"skipped {s['kb']}: {s['reason']}" for s in out.get("skipped") or []]
+    if out.get("scope"):
+        from .scope import scope_words
+
+        lines.append(f"searched {out['scope']['documents']} documents {scope_words(out['scope'])}")
     if out.get("channel_reason"):
         lines.append(f"channel {out['channel_reason']}")
     return "\n".join(lines + _notes(out))

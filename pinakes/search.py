@@ -35,6 +35,7 @@ from .fsutil import matches_any
 from .links import NO_HUB
 from .quant import dequantise
 from .quant import scores as quant_scores
+from .scope import Scope, ScopedDocs, resolve_scope, scope_clause
 from .sqlin import marks as sqlmarks
 from .sqlin import rows as sqlrows
 from .termstats import chunk_count as _chunk_count
@@ -96,6 +97,9 @@ class SearchResult:
     channel_reason: str = ""
     #: With ``explain``: the stages' records for the whole query (pinakes.explain).
     explain: dict[str, Any] | None = None
+    #: When the search was scoped: the folders and tags asked, and how many documents
+    #: they hold (``pinakes.scope.ScopedDocs.to_dict``).
+    scope: dict[str, Any] | None = None
 
     @property
     def notice(self) -> str | None:
@@ -121,6 +125,7 @@ class SearchResult:
             "support": self.support,
             "hits": [h.to_dict() for h in self.hits],
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            **({"scope": self.scope} if self.scope is not None else {}),
             **({"explain": self.explain} if self.explain is not None else {}),
         }
 
@@ -163,15 +168,19 @@ class DenseIndex:
         """Bytes held: codes, scales and ids."""
         return int(self.codes.nbytes + self.scale.nbytes + self.ids.nbytes)
 
-    def cosines(self, query: np.ndarray, rescore: int = 0) -> np.ndarray:
+    def cosines(self, query: np.ndarray, rescore: int = 0, mask: np.ndarray | None = None) -> np.ndarray:
         """Cosine of every row with ``query``; the best ``rescore`` rows re-scored exactly.
 
         The integer kernel also rounds the query to int8; re-scoring the top
         candidates with the float query leaves only the rows' own rounding in
         the part of the ranking that fuses (max error ~3e-4 against float32).
+        ``mask`` (a scoped search, :mod:`pinakes.scope`): the rows out of scope read -1,
+        and the best rows in scope are the ones re-scored.
         """
         cos = quant_scores(self.codes, self.scale, query)
-        m = min(int(rescore), len(cos))
+        if mask is not None:
+            cos[~mask] = -1.0
+        m = min(int(rescore), len(cos) if mask is None else int(mask.sum()))
         if m > 0:
             top = np.argpartition(-cos, m - 1)[:m]
             cos[top] = self.vectors(top) @ np.asarray(query, dtype=np.float32)
@@ -332,7 +341,8 @@ class Trace:
 def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
                   entities: Sequence[str] = (), concepts: Sequence[str] = (),
                   channel: str | None = None, channels: Sequence[str] | None = None,
-                  graph_roots: int | None = None, explain: bool = False) -> SearchResult:
+                  graph_roots: int | None = None, explain: bool = False,
+                  scope: Scope | None = None) -> SearchResult:
     """Search one KB: the pipeline below, stage by stage (docs/design.md, "Retrieval").
 
     ``channels`` restricts which of the ``lexical`` and ``dense`` lists fuse
@@ -341,6 +351,8 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
     seed the graph channel (default ``k``), so a caller can ask for a longer
     list without changing what the channel is given. ``explain`` keeps each
     stage's record and puts it on the result and its hits (:mod:`pinakes.explain`).
+    ``scope`` ranks only the chunks of the documents it names (:mod:`pinakes.scope`): each
+    list keeps its own best candidates in scope, the graph's list is cut to it.
     """
     plan = plan_search(src, query, k, entities, concepts, channel, channels, graph_roots, explain)
     trace = Trace() if plan.explain else None
@@ -352,10 +364,11 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
         dense = src.dense_index(store)
         embedding = _embedding_progress(store, len(dense.ids))
         total = _chunk_count(src.memo, conn, dense.generation, len(dense.ids))
+        scoped = resolve_scope(conn, scope) if scope else None
         lexical = _timed(timings, "lexical", lexical_stage, conn, plan, src.memo, dense.generation,
-                         total)
+                         total, scoped)
         qv = query_vector(pending, timings)
-        semantic = _timed(timings, "dense", dense_stage, dense, qv, plan)
+        semantic = _timed(timings, "dense", dense_stage, dense, qv, plan, scoped)
         lists = candidate_lists(lexical, semantic, plan)
         lists.query, lists.generation = plan.query, dense.generation
         fused = fusion_stage(conn, lists, plan, trace)
@@ -365,13 +378,15 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
                 cosines=semantic.cosines, dense=dense, roots=[c for c, _ in fused[:plan.roots_k]],
                 config=dict(plan.cfg), fused=list(fused[:plan.n_cand]), explain=plan.explain,
                 term_idf=lexical.idf or None)
-            fused = _timed(timings, "graph", graph_stage, ctx, fused, lists, plan, trace)
+            fused = _timed(timings, "graph", graph_stage, ctx, fused, lists, plan, trace, scoped)
         fused = priors_stage(conn, fused, plan, src, dense.generation, trace)
         hits = hits_stage(conn, fused[:plan.k], lexical, lists, plan, src.name)
         # The candidates past the hits: the reader (pinakes.support) looks for a missing name
         # among the first few, so a search for 5 hits reads a question as one for 50 does.
         lists.later = [c for c, _ in fused[plan.k:MAX_K]]
         report = explain_report(plan, lexical, semantic, lists, trace, hits, src.memo)
+        if report is not None and scoped is not None:
+            report["scope"] = scoped.to_dict()
     confidence = confidence_stage(src, hits, lists, semantic.cosines, report)
     abstained = confidence is not None and confidence < float(plan.cfg["abstain_below"])
     support = lists.support  # what the confidence found the question asks (pinakes.support)
@@ -382,7 +397,7 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
     return SearchResult(plan.query, src.name, hits, confidence, abstained, plan.channel, timings,
                         embedding=embedding, channel_reason=plan.channel_reason, reason=reason,
                         support=support.to_dict() if support is not None else None,
-                        explain=report)
+                        explain=report, scope=scoped.to_dict() if scoped is not None else None)
 
 
 def _timed(timings: dict[str, float], key: str, stage: Callable[..., Any], *args: Any) -> Any:
@@ -495,8 +510,9 @@ def query_vector(pending: Any, timings: dict[str, float]) -> np.ndarray:
 
 
 def lexical_stage(conn: Any, plan: Plan, memo: dict[str, Any], generation: int,
-                  total: int) -> LexicalList:
-    """FTS5 BM25 candidates, ``--entity`` phrases first, each weighed by its query-term coverage."""
+                  total: int, scoped: ScopedDocs | None = None) -> LexicalList:
+    """FTS5 BM25 candidates, ``--entity`` phrases first, each weighed by its query-term coverage
+    (only chunks in ``scoped``, when the search is scoped)."""
     cfg = plan.cfg
     out = LexicalList(query_terms(plan.query, cjk_bigrams=plan.tokenizer != "trigram"))
     if not out.terms or "lexical" not in plan.fuse_lists:
@@ -504,13 +520,14 @@ def lexical_stage(conn: Any, plan: Plan, memo: dict[str, Any], generation: int,
     idf = _idf(memo, conn, generation, out.terms, total, plan.tokenizer)
     kept = _selective_terms(memo, out.terms, total, cfg)
     match = _fts_terms(kept, plan.tokenizer)
+    within, params = _in_scope(scoped)
     rows = conn.execute(
         "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
-        "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-        (*BM25_WEIGHTS, match, plan.n_cand),
+        f"WHERE chunks_fts MATCH ?{within} ORDER BY s LIMIT ?",
+        (*BM25_WEIGHTS, match, *params, plan.n_cand),
     ).fetchall() if match else []
     ids = [int(r[0]) for r in rows]
-    ent_count = _entity_matches(conn, plan.entities, plan.n_cand)
+    ent_count = _entity_matches(conn, plan.entities, plan.n_cand, scoped)
     if ent_count:
         order = {cid: i for i, cid in enumerate(ids)}
         pool = set(ids) | set(ent_count)
@@ -531,17 +548,26 @@ def lexical_stage(conn: Any, plan: Plan, memo: dict[str, Any], generation: int,
     return out
 
 
-def _entity_matches(conn: Any, entities: Sequence[str], limit: int) -> dict[int, int]:
+def _in_scope(scoped: ScopedDocs | None) -> tuple[str, tuple[str, ...]]:
+    """The lexical query's scope condition (`` AND rowid IN ...``) and its parameter, or nothing."""
+    if scoped is None:
+        return "", ()
+    return f" AND {scope_clause('rowid')}", (scoped.docs_json,)
+
+
+def _entity_matches(conn: Any, entities: Sequence[str], limit: int,
+                    scoped: ScopedDocs | None = None) -> dict[int, int]:
     """How many of the ``--entity`` phrases each chunk holds (exact phrases, best BM25 first)."""
     count: dict[int, int] = {}
+    within, params = _in_scope(scoped)
     for ent in entities:
         phrase = fts_phrase(ent)
         if not phrase:
             continue
         for r in conn.execute(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?{within} "
             "ORDER BY bm25(chunks_fts, ?, ?, ?) LIMIT ?",
-            (phrase, *BM25_WEIGHTS, limit),
+            (phrase, *params, *BM25_WEIGHTS, limit),
         ):
             count[int(r[0])] = count.get(int(r[0]), 0) + 1
     return count
@@ -563,15 +589,27 @@ def _coverage(ids: list[int], texts: dict[int, tuple[str, str, str]], terms: lis
 # --- stage 3: dense --------------------------------------------------------------------
 
 
-def dense_stage(dense: DenseIndex, qv: np.ndarray, plan: Plan) -> DenseList:
-    """Every chunk's cosine (kept whole: channels start from it), and the best candidates weighed."""
+def dense_stage(dense: DenseIndex, qv: np.ndarray, plan: Plan,
+                scoped: ScopedDocs | None = None) -> DenseList:
+    """Every chunk's cosine (kept whole: channels start from it), and the best candidates weighed.
+
+    Scoped, a chunk out of scope reads -1 and is never a candidate.
+    """
     if not len(dense.ids):
         return DenseList(np.zeros(0, dtype=np.float32), row_ids=dense.ids)
     # Integer kernel over the quantised matrix, the top 2 x candidates re-scored with
     # the float query.
-    cosines = dense.cosines(qv, rescore=2 * plan.n_cand)
-    n = min(plan.n_cand, len(cosines))
-    top = np.argpartition(-cosines, n - 1)[:n]
+    mask = scoped.contains(dense.ids) if scoped is not None else None
+    cosines = dense.cosines(qv, rescore=2 * plan.n_cand, mask=mask)
+    if mask is None:
+        n = min(plan.n_cand, len(cosines))
+        top = np.argpartition(-cosines, n - 1)[:n]
+    else:
+        pool = np.flatnonzero(mask)
+        n = min(plan.n_cand, len(pool))
+        if n == 0:  # nothing in scope has a vector yet (a first sync still embedding)
+            return DenseList(cosines, [], {}, dense.ids)
+        top = pool[np.argpartition(-cosines[pool], n - 1)[:n]]
     top = top[np.argsort(-cosines[top], kind="stable")]
     weights = _dense_weights(dense.ids[top], cosines[top], float(plan.cfg["dense_floor"]),
                              float(plan.cfg["dense_temperature"]))
@@ -611,13 +649,18 @@ def fusion_stage(conn: Any, lists: Lists, plan: Plan, trace: Trace | None) -> li
 
 
 def graph_stage(ctx: ChannelContext, fused: list[tuple[int, float]], lists: Lists, plan: Plan,
-                trace: Trace | None) -> list[tuple[int, float]]:
+                trace: Trace | None, scoped: ScopedDocs | None = None) -> list[tuple[int, float]]:
     """The channel's list, seeded from the fused top: a third RRF list, or the final ranking.
 
     An empty list (a sparse graph, nothing to add) leaves the two-list search
-    exactly as it was: no "graph" list, so the calibration still applies.
+    exactly as it was: no "graph" list, so the calibration still applies. Scoped, the
+    channel may walk through any document, but only the chunks in scope are listed.
     """
-    graph_hits = (plan.graph.search(ctx) or [])[:plan.n_cand]
+    graph_hits = plan.graph.search(ctx) or []
+    if scoped is not None and graph_hits:
+        keep = scoped.contains(np.array([int(c) for c, _ in graph_hits], dtype=np.int64))
+        graph_hits = [h for h, ok in zip(graph_hits, keep.tolist(), strict=True) if ok]
+    graph_hits = graph_hits[:plan.n_cand]
     if trace is not None:
         trace.context, trace.graph_hits = ctx, list(graph_hits)
     if not graph_hits:

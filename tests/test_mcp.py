@@ -177,7 +177,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     assert "one hop" in by_name["pinakes_links"].description
     assert "don't page" in by_name["pinakes_links"].description
     assert set(by_name["pinakes_search"].input_schema["properties"]) == {
-        "query", "kb", "k", "entities", "concepts", "channel", "explain"}
+        "query", "kb", "k", "entities", "concepts", "channel", "explain", "within", "tags"}
     assert by_name["pinakes_read"].input_schema["required"] == ["doc_id"]
 
     call = session.call_tool
@@ -206,6 +206,19 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     named = ok(await call("pinakes_search", {"query": "keeper duties", "kb": "lights", "k": 2,
                                              "entities": ["fog signal"], "concepts": ["bad weather"]}))
     assert len(named["hits"]) == 2 and named["hits"][0]["path"] == "ops/storms.md"
+
+    # a scoped search: only the documents under a folder, or carrying every tag
+    scoped = await call("pinakes_search", {"query": "lamp light and storms", "within": ["ops"]})
+    inside = ok(scoped)
+    assert inside["hits"] and {h["path"].split("/")[0] for h in inside["hits"]} == {"ops"}
+    assert inside["scope"] == {"within": ["ops"], "tags": [], "documents": 2}
+    assert "searched 2 documents under ops" in scoped.content[0].text
+    tagged = ok(await call("pinakes_search", {"query": "lamp light", "tags": ["#Lighthouses", "optics"]}))
+    assert {h["path"] for h in tagged["hits"]} == {"guide/lenses.md"}
+    assert "no document under 'ops' is tagged #optics" in err(
+        await call("pinakes_search", {"query": "lamp", "within": ["ops"], "tags": ["optics"]}))
+    assert "outside the knowledge base" in err(
+        await call("pinakes_search", {"query": "lamp", "within": ["../outside"]}))
 
     # the k cap: 500 comes back as 50, and says so
     capped = ok(await call("pinakes_search", {"query": "lighthouse", "k": 500}))

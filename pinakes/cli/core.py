@@ -193,6 +193,12 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @click.option("--concept", "concepts", multiple=True, metavar="Y",
               help="A concept blended into the query's meaning (repeatable).")
 @click.option("--channel", help="Graph channel for this query: off, auto (the default: ppr when installed) or an installed one (e.g. expand).")
+@click.option("--in", "within", multiple=True, metavar="PATH",
+              help="Search only the documents under this folder or file, or matching this glob "
+                   "(`notes/2024-*`); from the current folder or the KB's root (repeatable: any).")
+@click.option("--tag", "tags", multiple=True, metavar="TAG",
+              help="Search only documents tagged TAG, in front matter or as #TAG; #a/b counts "
+                   "for a (repeatable: every tag).")
 @click.option("--chunks", "chunks", is_flag=True,
               help="List the k best chunks (sections) one by one, as the MCP tool returns them, "
                    "instead of grouping them by document.")
@@ -202,7 +208,7 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
            concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool,
-           explain: bool = False) -> None:
+           explain: bool = False, within: tuple[str, ...] = (), tags: tuple[str, ...] = ()) -> None:
     """Hybrid search: BM25 and embeddings together, fused; offline and free.
 
     Shows the k best documents, each at its best-matching section, with the
@@ -210,7 +216,9 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     by one instead. --json keeps `hits` (the k best chunks, the MCP tool's
     shape) and adds `documents` (the grouping), unless --chunks is given.
     --explain adds each stage's numbers (`explain` in --json), in the order
-    the search ran them; the ranking is the same.
+    the search ran them; the ranking is the same. --in and --tag search only
+    part of the KB (`--in notes/work --tag project`); `scope` in --json says
+    how many documents that was.
 
     The last lines give a calibrated confidence that the hits hold the
     answer. Under [retrieval] abstain_below the search abstains and says which
@@ -225,6 +233,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     skipped: list[dict[str, str]] = []
     kbs = open_kbs(refs, skipped=skipped)
     want = k or int(kbs[0].config.retrieval["k"])
+    within = tuple(_from_here(w, [kb.root for kb in kbs]) for w in within)
 
     def warn(result: Any) -> None:
         for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
@@ -236,7 +245,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
 
     if chunks:
         result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
-                             skipped=skipped, explain=explain)
+                             skipped=skipped, explain=explain, within=within, tags=tags)
         warn(result)
         notice(result)
         if json_:
@@ -248,7 +257,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
     raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
                       concepts=concepts, channel=channel, graph_roots=want, skipped=skipped,
-                      explain=explain)
+                      explain=explain, within=within, tags=tags)
     warn(raw)
     notice(raw)
     grouped = documents_result(raw, want)
@@ -343,6 +352,17 @@ def _print_chunks(result: Any, several: bool) -> None:
     _print_confidence(result)
 
 
+def _from_here(path: str, roots: list[Path]) -> str:
+    """A ``--in`` path as the search reads it: a folder or file named from the current folder
+    inside a KB searched (``--in .`` in a KB's subfolder) becomes its absolute path; anything
+    else (a glob, a path from the KB's root) stays as written, for each KB to read from its root."""
+    here = Path(path)
+    if not path.strip() or here.is_absolute() or not here.exists():
+        return path
+    full = here.resolve()
+    return str(full) if any(full.is_relative_to(r.resolve()) for r in roots) else path
+
+
 def _print_confidence(result: Any) -> None:
     conf = "unknown" if result.confidence is None else f"{result.confidence:.2f}"
     line = f"confidence: {conf}"
@@ -350,6 +370,13 @@ def _print_confidence(result: Any) -> None:
         why = getattr(result, "reason", None) or "nothing here looks good enough"
         line += f" (abstains: {why})"
     click.echo(click.style(line, dim=True))
+    scope = getattr(result, "scope", None)
+    if scope:
+        from ..scope import scope_words
+
+        n = scope["documents"]
+        click.echo(click.style(f"searched {n} document{'s' if n != 1 else ''} {scope_words(scope)}",
+                               dim=True))
     if getattr(result, "channel_reason", ""):
         click.echo(click.style(f"channel {result.channel_reason}", dim=True))
 

@@ -1,0 +1,105 @@
+"""Scoped search: ``pnk search --in PATH --tag TAG``, ``KB.search(within=, tags=)`` (pinakes/scope.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pinakes import fleet
+from pinakes.cli import cli
+from pinakes.fleet import search_many
+from pinakes.scope import OutOfScope
+
+# Ten notes on sourdough at work, one on bread at home: the home note is the weakest
+# match for "sourdough starter feeding" in every list, so it is found in scope only if
+# the scope applies before each list is cut to its candidates.
+NOTES = {
+    **{f"work/bakery/day-{i:02d}.md": f"# Bakery day {i}\n\nSourdough starter feeding at dawn, batch {i}: "
+       f"feed the starter, proof the sourdough, bake the loaves.\n" for i in range(10)},
+    "home/kitchen.md": "---\ntags: [Food/Baking]\n---\n# Kitchen\n\nOn weekends I bake bread; the starter lives "
+                       "in the fridge.\n",
+    "home/garden.md": "# Garden\n\nTomatoes and beans. #food/growing and #Chores\n",
+    "work/meetings/standup.md": "---\ntags: [work]\n---\n# Standup\n\nWe talked about the new oven. #chores\n",
+}
+
+
+@pytest.fixture
+def kb(make_kb):
+    kb = make_kb(NOTES, name="life", config="[retrieval]\ncandidates = 4\n")
+    kb.sync()
+    return kb
+
+
+def paths(result) -> set[str]:
+    return {h.path for h in result.hits}
+
+
+def test_a_scope_ranks_its_own_best_candidates_not_the_leftovers_of_the_whole_kb(kb) -> None:
+    whole = kb.search("sourdough starter feeding", k=4)
+    assert paths(whole) <= {p for p in NOTES if p.startswith("work/bakery/")}  # home is out-ranked
+    home = kb.search("sourdough starter feeding", k=4, within=["home"])
+    assert home.hits and home.hits[0].path == "home/kitchen.md"
+    assert paths(home) <= {"home/kitchen.md", "home/garden.md"}
+    assert home.scope == {"within": ["home"], "tags": [], "documents": 2}
+    assert whole.scope is None and "scope" not in whole.to_dict()
+
+
+def test_folders_files_globs_and_tags(kb) -> None:
+    q = "bake"
+    assert paths(kb.search(q, within=["home/kitchen.md"])) == {"home/kitchen.md"}
+    assert paths(kb.search(q, within=["work/meetings", "home/garden.md"])) == {
+        "work/meetings/standup.md", "home/garden.md"}  # any of the paths
+    assert paths(kb.search(q, within=["work/*/s*"])) == {"work/meetings/standup.md"}  # a glob
+    assert paths(kb.search(q, within=["./home/../home/"])) <= {"home/kitchen.md", "home/garden.md"}
+    assert kb.search(q, within=["."]).scope is None  # the root: the whole KB
+    # tags: front matter or inline, any case, with or without '#', a parent of a nested tag
+    assert paths(kb.search(q, tags=["food"])) == {"home/kitchen.md", "home/garden.md"}
+    assert paths(kb.search(q, tags=["#FOOD/baking"])) == {"home/kitchen.md"}
+    assert paths(kb.search(q, tags=["chores"])) == {"home/garden.md", "work/meetings/standup.md"}
+    assert paths(kb.search(q, tags=["chores", "work"])) == {"work/meetings/standup.md"}  # every tag
+    assert paths(kb.search(q, within=["home"], tags=["chores"])) == {"home/garden.md"}
+
+
+def test_an_empty_or_outside_scope_is_a_clear_error(kb, tmp_path) -> None:
+    with pytest.raises(OutOfScope, match="no document is under 'hom'"):
+        kb.search("bread", within=["hom"])
+    with pytest.raises(OutOfScope, match="no document is tagged #food/bakin$"):
+        kb.search("bread", tags=["food/bakin"])  # a prefix of a tag is not its parent
+    with pytest.raises(OutOfScope, match="no document under 'work' is tagged #food"):
+        kb.search("bread", within=["work"], tags=["food"])
+    for outside in ("../elsewhere", str(tmp_path)):
+        with pytest.raises(OutOfScope, match="is outside the knowledge base"):
+            kb.search("bread", within=[outside])
+
+
+def test_cli_scope_from_the_current_folder_and_errors(kb, monkeypatch) -> None:
+    runner = CliRunner()
+    monkeypatch.chdir(kb.root / "home")
+    res = runner.invoke(cli, ["search", "sourdough starter", "--in", ".", "-k", "3"])
+    assert res.exit_code == 0, res.output
+    assert "home/kitchen.md" in res.stdout and "work/" not in res.stdout
+    assert "searched 2 documents under home" in res.stdout
+    res = runner.invoke(cli, ["search", "sourdough starter", "--in", ".", "--tag", "#Food", "--explain"])
+    assert "scope: 2 documents under home, tagged #food; each list ranks only their chunks" in res.stdout
+    res = runner.invoke(cli, ["search", "oven", "--in", "work/meetings", "--json"])  # from the KB's root
+    data = json.loads(res.stdout)
+    assert [h["path"] for h in data["hits"]] == ["work/meetings/standup.md"]
+    assert data["scope"] == {"within": ["work/meetings"], "tags": [], "documents": 1}
+    res = runner.invoke(cli, ["search", "oven", "--tag", "nope"])
+    assert res.exit_code == 1 and res.output.strip() == "Error: no document is tagged #nope"
+    res = runner.invoke(cli, ["search", "oven", "--in", "../.."])
+    assert res.exit_code == 1 and "outside the knowledge base" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_fleet_search_skips_a_kb_with_nothing_in_scope(kb, make_kb) -> None:
+    other = make_kb({"recipes/bread.md": "# Bread\n\nA sourdough loaf needs a lively starter.\n"},
+                    name="recipes")
+    other.sync()
+    both = search_many([kb, other], "sourdough starter", k=3, within=["recipes"])
+    assert paths(both) == {"recipes/bread.md"}
+    assert both.skipped == [{"kb": fleet.label(kb), "reason": "no document is under 'recipes'"}]
+    with pytest.raises(OutOfScope, match="in no knowledge base"):
+        search_many([kb, other], "sourdough", within=["nowhere"])
