@@ -455,6 +455,33 @@ def test_cli_json_show_transcript_and_confirmation(make_kb: Any, runner: CliRunn
     assert dry["estimate_eur"] > 0 and dry["planned_calls"]
 
 
+def test_ask_in_part_of_the_kb_keeps_every_search_there(make_kb: Any, runner: CliRunner) -> None:
+    """``pnk ask --in/--tag``: the free search and the paid run's retrievals see only that part;
+    the transcript records the scope; a part that lacks the fact, or holds nothing, costs nothing."""
+    kb = kb_with(make_kb, deep="confident_at = 0.5")
+    q = "Where was the first Halden tidal turbine installed?"
+    with FakeLLM(["The first Halden turbine was installed at Port Essery [1]."]) as server:
+        url = server.url + "/v1"
+        res = runner.invoke(cli, ["ask", q, "--kb", str(kb.root), "--json", "--in", "machines", "--base-url", url])
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.output)
+        assert data["scope"] == {"within": ["machines"]} and server.calls == 1
+        retrieved = {p["path"] for r in calls_of(data, "retrieve") for p in r["retrieved"]}
+        assert retrieved == {"machines/halden-turbine.md"}
+        assert [c["path"] for c in data["citations"]] == ["machines/halden-turbine.md"]
+        # the place note names the turbine's town, never the turbine: not in that part of the notes
+        res = runner.invoke(cli, ["ask", q, "--kb", str(kb.root), "--json", "--in", "places", "--base-url", url])
+        data = json.loads(res.output)
+        assert data["stop_reason"] == "not-in-notes" and data["receipt"]["calls"] == 0
+        res = runner.invoke(cli, ["ask", q, "--kb", str(kb.root), "--tag", "nope", "--base-url", url])
+        assert res.exit_code == 1 and res.output.strip() == "Error: no document is tagged #nope"
+        assert server.calls == 1
+    free = make_kb(DOCS, name="free-scope")
+    free.sync()
+    res = runner.invoke(cli, ["ask", q, "--kb", str(free.root), "--in", "kitchen"])
+    assert res.exit_code == 0 and "kitchen/bread.md" in res.output and "machines/" not in res.output
+
+
 def test_without_a_backend_ask_prints_passages_and_how_to_configure_one(make_kb: Any, runner: CliRunner) -> None:
     kb = make_kb(DOCS, name="free-kb")
     kb.sync()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -113,7 +114,6 @@ def echo_sync_report(report: Any, summary_line: str, quiet: bool) -> None:
 def git_stage_line(paths: list[str], root: Any = None) -> str:
     """One line with the command that stages the sidecars sync moved (sync never touches git)."""
     import shlex
-    from pathlib import Path
 
     here = Path.cwd().resolve()
     prefix = "git add -A" if root is None or Path(root) == here else f"git -C {shlex.quote(str(root))} add -A"
@@ -136,3 +136,33 @@ def channel_line(state: dict[str, Any]) -> str:
         when += (f"; {moved} document{'s' if moved != 1 else ''} changed since "
                  f"(`pnk sync` checks again at a tenth of the KB)")
     return f"{line}\n{'':<13}{when}"
+
+
+def scope_paths(within: Sequence[str], kbs: Sequence[Any]) -> tuple[str, ...]:
+    """``--in`` paths as a scoped search reads them (:mod:`pinakes.scope`).
+
+    A folder or file named from the current folder inside one of ``kbs`` (``--in .`` in
+    a KB's subfolder) becomes its absolute path; anything else (a glob, a path from the
+    KB's root) stays as written, for each KB to read from its root.
+    """
+    roots = [Path(kb.root).resolve() for kb in kbs]
+    out = []
+    for path in within:
+        here = Path(path)
+        if path.strip() and not here.is_absolute() and here.exists():
+            full = here.resolve()
+            if any(full.is_relative_to(r) for r in roots):
+                path = str(full)
+        out.append(path)
+    return tuple(out)
+
+
+def scope_options(fn: Any) -> Any:
+    """``--in PATH`` and ``--tag TAG``, as ``pnk search`` and ``pnk ask`` take them."""
+    fn = click.option("--tag", "tags", multiple=True, metavar="TAG",
+                      help="Only documents tagged TAG, in front matter or as #TAG; #a/b counts "
+                           "for a (repeatable: every tag).")(fn)
+    return click.option("--in", "within", multiple=True, metavar="PATH",
+                        help="Only the documents under this folder or file, or matching this glob "
+                             "(`notes/2024-*`); from the current folder or the KB's root "
+                             "(repeatable: any).")(fn)

@@ -19,6 +19,8 @@ from .common import (  # noqa: F401  (kb_option, json_option, open_kb, echo_json
     json_option,
     kb_option,
     open_kb,
+    scope_options,
+    scope_paths,
 )
 from .group import cli
 
@@ -193,12 +195,7 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @click.option("--concept", "concepts", multiple=True, metavar="Y",
               help="A concept blended into the query's meaning (repeatable).")
 @click.option("--channel", help="Graph channel for this query: off, auto (the default: ppr when installed) or an installed one (e.g. expand).")
-@click.option("--in", "within", multiple=True, metavar="PATH",
-              help="Search only the documents under this folder or file, or matching this glob "
-                   "(`notes/2024-*`); from the current folder or the KB's root (repeatable: any).")
-@click.option("--tag", "tags", multiple=True, metavar="TAG",
-              help="Search only documents tagged TAG, in front matter or as #TAG; #a/b counts "
-                   "for a (repeatable: every tag).")
+@scope_options
 @click.option("--chunks", "chunks", is_flag=True,
               help="List the k best chunks (sections) one by one, as the MCP tool returns them, "
                    "instead of grouping them by document.")
@@ -233,7 +230,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     skipped: list[dict[str, str]] = []
     kbs = open_kbs(refs, skipped=skipped)
     want = k or int(kbs[0].config.retrieval["k"])
-    within = tuple(_from_here(w, [kb.root for kb in kbs]) for w in within)
+    within = scope_paths(within, kbs)
 
     def warn(result: Any) -> None:
         for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
@@ -350,17 +347,6 @@ def _print_chunks(result: Any, several: bool) -> None:
     for i, hit in enumerate(result.hits, 1):
         _print_hit(i, hit, several)
     _print_confidence(result)
-
-
-def _from_here(path: str, roots: list[Path]) -> str:
-    """A ``--in`` path as the search reads it: a folder or file named from the current folder
-    inside a KB searched (``--in .`` in a KB's subfolder) becomes its absolute path; anything
-    else (a glob, a path from the KB's root) stays as written, for each KB to read from its root."""
-    here = Path(path)
-    if not path.strip() or here.is_absolute() or not here.exists():
-        return path
-    full = here.resolve()
-    return str(full) if any(full.is_relative_to(r.resolve()) for r in roots) else path
 
 
 def _print_confidence(result: Any) -> None:

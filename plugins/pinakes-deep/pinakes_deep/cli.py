@@ -11,7 +11,7 @@ import click
 
 def add_commands(cli: click.Group) -> None:
     """Register ``ask`` on the top-level ``pnk`` group (called by ``register_commands``)."""
-    from pinakes.cli.common import echo_json, json_option, kb_option
+    from pinakes.cli.common import echo_json, json_option, kb_option, scope_options
 
     @cli.command()
     @click.argument("question", required=False)
@@ -34,11 +34,12 @@ def add_commands(cli: click.Group) -> None:
                        "ledger (.pinakes-ledger/spend.jsonl). Spends nothing.")
     @click.option("--month", metavar="YYYY-MM", help="With --spent: that month instead of this one.")
     @click.option("--all", "all_time", is_flag=True, help="With --spent: everything on the ledger, by month too.")
+    @scope_options
     @json_option
     def ask(question: str | None, kb_path: str | None, deep: bool, dry_run: bool, yes: bool,
             max_eur: float | None, backend: str | None, model: str | None, base_url: str | None,
             write_suggestions: bool, show_id: str | None, spent: bool, month: str | None,
-            all_time: bool, json_: bool) -> None:
+            all_time: bool, json_: bool, within: tuple[str, ...] = (), tags: tuple[str, ...] = ()) -> None:
         """Answer QUESTION from the knowledge base, with citations.
 
         \b
@@ -48,9 +49,10 @@ def add_commands(cli: click.Group) -> None:
         prints an estimate first, asks above confirm_above_eur and ends with a
         receipt. Each paid call is appended to the KB's spend ledger and each run
         leaves a transcript, both in .pinakes-ledger/ (commit it; deleting .pinakes/
-        does not touch it). `pnk ask --spent` sums the ledger. See docs/deep.md.
+        does not touch it). `pnk ask --spent` sums the ledger. --in and --tag keep
+        every search of the run to part of the KB, as `pnk search` does. See docs/deep.md.
         """
-        from pinakes.cli.common import open_kb
+        from pinakes.cli.common import open_kb, scope_paths
 
         from . import transcript as tr
         from .settings import no_backend_hint, resolve
@@ -82,8 +84,9 @@ def add_commands(cli: click.Group) -> None:
             raise click.UsageError("give a QUESTION (or --show-transcript ID)")
         settings = resolve(kb, backend=backend, model=model, base_url=base_url, max_eur=max_eur,
                            require_backend=False)
+        scope = {"within": scope_paths(within, [kb]), "tags": tags}
         if settings is None:
-            res = kb.search(question, k=5)
+            res = kb.search(question, k=5, **scope)
             # No backend means no model and so no price: there is nothing to estimate.
             no_estimate = "no estimate: no LLM backend is configured, so there is no model to price"
             if json_:
@@ -109,7 +112,7 @@ def add_commands(cli: click.Group) -> None:
         from .budget import confirm, eur
         from .engine import Run
 
-        run = Run(kb, question, settings, deep=deep)
+        run = Run(kb, question, settings, deep=deep, scope=scope)
         if dry_run:
             _dry_run(run, json_, echo_json)
             return

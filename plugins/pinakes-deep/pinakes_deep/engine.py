@@ -174,7 +174,8 @@ class Run:
     """One ``pnk ask`` operation: its budget, transcript and backend."""
 
     def __init__(self, kb: Any, question: str, settings: Settings, *, deep: bool, backend: Any = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 scope: dict[str, Sequence[str]] | None = None) -> None:
         question = (question or "").strip()
         if not question:
             from pinakes.errors import QueryError
@@ -191,6 +192,10 @@ class Run:
         self.estimate = estimate(settings.price, self.planned)
         self.budget = Budget(settings.price, settings.cap_eur, self.estimate, journal=self._journal)
         self.transcript = Transcript(new_ulid(), kb, question, "deep" if deep else "ask", settings.public())
+        # ``pnk ask --in/--tag``: every search of the run keeps to that part of the KB (pinakes.scope).
+        self.scope = {k: list(v) for k, v in (scope or {}).items() if v}
+        if self.scope:
+            self.transcript.data["scope"] = self.scope
         self._plan(self.planned)
         self.worst = {c.purpose: settings.price.cost(c.input_tokens, c.max_tokens) for c in self.planned}
         self.last: Any = None  # the latest free search's result
@@ -200,7 +205,7 @@ class Run:
     # -- the free part -------------------------------------------------------------------
 
     def retrieve(self, query: str, k: int, label: str) -> tuple[list[Passage], float | None]:
-        res = self.kb.search(query, k=k)
+        res = self.kb.search(query, k=k, **self.scope)
         self.last = res
         ps = _passages(res)
         self.transcript.add_round({"kind": "retrieve", "label": label, "query": query,
