@@ -552,7 +552,9 @@ def _in_scope(scoped: ScopedDocs | None) -> tuple[str, tuple[str, ...]]:
     """The lexical query's scope condition (`` AND rowid IN ...``) and its parameter, or nothing."""
     if scoped is None:
         return "", ()
-    return f" AND {scope_clause('rowid')}", (scoped.docs_json,)
+    # "+rowid": the IN set is a filter on what MATCH found, not a list of rowids for FTS5 to
+    # look up one by one with the MATCH re-run (2.3 s instead of 7 ms at 10k chunks).
+    return f" AND {scope_clause('+rowid')}", (scoped.docs_json,)
 
 
 def _entity_matches(conn: Any, entities: Sequence[str], limit: int,
