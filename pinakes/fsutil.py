@@ -196,6 +196,30 @@ def markdown_left_out(root: Path, include: list[str], exclude: list[str]) -> dic
     return dict(sorted(counts.items()))
 
 
+#: A Docusaurus site's copies of its own pages, in folders beside its config: each release's
+#: frozen docs (``versioned_docs/version-2.1/``) and each language's translation (``i18n/fr/``).
+#: Indexed, one question finds the same page once per version and language.
+_SITE_COPIES = {"versioned_docs": "older versions of the docs", "i18n": "translations of the pages"}
+_DOCUSAURUS_CONFIGS = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "mjs", "cjs"))
+
+
+def site_copies(root: Path) -> list[tuple[str, str]]:
+    """``(folder, what it holds)`` for each copy folder of a Docusaurus site at ``root`` or one
+    folder down (``website/``): ``pnk init`` leaves them out, and says so."""
+    found: list[tuple[str, str]] = []
+    try:
+        sites = [root] + sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return found
+    for site in sites:
+        if not any((site / name).is_file() for name in _DOCUSAURUS_CONFIGS):
+            continue
+        for folder, what in _SITE_COPIES.items():
+            if (site / folder).is_dir():
+                found.append(((site / folder).relative_to(root).as_posix(), what))
+    return found
+
+
 #: Plain-text formats other tools write: Simplenote and nvALT notes (``.txt``), Sphinx's
 #: reStructuredText, Org, AsciiDoc. Read as Markdown, their words are searchable; their own
 #: link and heading syntax is not read. Named to a KB that holds no Markdown at all.

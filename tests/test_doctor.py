@@ -150,6 +150,31 @@ def test_init_includes_the_mdx_pages_it_finds(tmp_path) -> None:
     assert '# include = ["**/*.md"]' in (plain / "pinakes.toml").read_text("utf-8")
 
 
+def test_init_leaves_out_a_docusaurus_sites_versions_and_translations(tmp_path) -> None:
+    """A Docusaurus site keeps each release's docs and each language's pages as copies beside its
+    config: indexed, one question finds the same page once per copy. Init excludes them, says so,
+    and a folder without the site's config keeps them."""
+    site = _folder(tmp_path / "repo", {
+        "website/docusaurus.config.ts": "export default {};\n",
+        "website/docs/intro.md": "# Intro\n\nThe quokka tour starts here.\n",
+        "website/versioned_docs/version-1.0/intro.md": "# Intro\n\nThe old quokka tour.\n",
+        "website/i18n/fr/docusaurus-plugin-content-docs/current/intro.md": "# Intro\n\nLa visite quokka.\n",
+        "README.md": "# Repo\n",
+    })
+    runner = CliRunner()
+    res = runner.invoke(cli, ["init", str(site)])
+    assert res.exit_code == 0, res.output
+    assert ("Left out website/versioned_docs/ (older versions of the docs) and website/i18n/ "
+            "(translations of the pages)") in res.output
+    res = runner.invoke(cli, ["sync", "--kb", str(site), "--json"])
+    assert sorted(json.loads(res.stdout)["added"]) == ["README.md", "website/docs/intro.md"]
+    hits = KB.open(site).search("quokka tour", k=5).hits
+    assert [h.path for h in hits if "intro" in h.path] == ["website/docs/intro.md"]  # once, not per copy
+    plain = _folder(tmp_path / "plain", {"i18n/fr/a.md": "# A\n", "versioned_docs/b.md": "# B\n"})
+    assert runner.invoke(cli, ["init", str(plain)]).exit_code == 0
+    assert "# exclude = " in (plain / "pinakes.toml").read_text("utf-8")  # no site config: the default
+
+
 def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
     """Quarto pages (.qmd: Markdown with code cells) are notes: init includes them, links reach them."""
     site = _folder(tmp_path / "quarto", {
