@@ -15,6 +15,7 @@ matched in any case, with or without ``#``; a nested tag counts for its parents
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
@@ -124,11 +125,23 @@ def _tags(tags: Iterable[str]) -> tuple[str, ...]:
 
 
 def resolve_scope(conn: Any, scope: Scope) -> ScopedDocs:
-    """The documents and chunks in ``scope``; :class:`OutOfScope` when there are none."""
-    docs = _docs_within(conn, scope.within) if scope.within else None
-    for tag in scope.tags:
-        tagged = _docs_tagged(conn, tag)
-        docs = tagged if docs is None else docs & tagged
+    """The documents and chunks in ``scope``; :class:`OutOfScope` when there are none.
+
+    A path or tag that alone matches nothing is named with the nearest ones the KB has
+    ("did you mean #recipes?"): a typo is the usual reason.
+    """
+    docs = None
+    if scope.within:
+        docs = _docs_within(conn, scope.within)
+        if not docs:
+            raise OutOfScope(_nothing_in(Scope(scope.within)) + _nearest(scope.within, _folders(conn), ""))
+    if scope.tags:
+        index = _tag_index(conn)
+        for tag in scope.tags:
+            tagged = {d for key, ds in index.items() if key == tag or key.startswith(tag + "/") for d in ds}
+            if not tagged:
+                raise OutOfScope(_nothing_in(Scope(tags=(tag,))) + _nearest((tag,), index, "#"))
+            docs = tagged if docs is None else docs & tagged
     found = tuple(sorted(docs or ()))
     if not found:
         raise OutOfScope(_nothing_in(scope))
@@ -136,6 +149,25 @@ def resolve_scope(conn: Any, scope: Scope) -> ScopedDocs:
         "SELECT id FROM chunks WHERE doc IN (SELECT value FROM json_each(?)) ORDER BY id",
         (json.dumps(list(found)),))], dtype=np.int64)
     return ScopedDocs(scope, found, ids)
+
+
+def _nearest(asked: Sequence[str], known: Iterable[str], mark: str) -> str:
+    """`` (did you mean 'recipes'?)`` for the known names closest to what was asked, or ``""``."""
+    names = sorted(set(known))
+    close = [m for a in asked for m in difflib.get_close_matches(a.casefold(), names, n=3, cutoff=0.6)]
+    if not close:
+        return ""
+    shown = [f"{mark}{c}" if mark else repr(c) for c in dict.fromkeys(close)]
+    return f" (did you mean {' or '.join(shown)}?)"
+
+
+def _folders(conn: Any) -> set[str]:
+    """Every folder that holds a document, as a KB-relative path."""
+    out: set[str] = set()
+    for (path,) in conn.execute("SELECT path FROM documents"):
+        parts = str(path).split("/")[:-1]
+        out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
 
 
 def _nothing_in(scope: Scope) -> str:
@@ -182,16 +214,14 @@ def _docs_within(conn: Any, within: Sequence[str]) -> set[int]:
     return found
 
 
-def _docs_tagged(conn: Any, tag: str) -> set[int]:
-    """Documents carrying ``tag`` (folded), or a tag nested under it, in front matter or text."""
+def _tag_index(conn: Any) -> dict[str, set[int]]:
+    """Every tag (folded, no ``#``) and the documents carrying it, in front matter or text."""
     rows = conn.execute(
         "SELECT d.doc, j.value FROM documents d, json_each(d.tags) j"
         " UNION ALL SELECT src_doc, key FROM links WHERE kind = 'tag'")
-    found: set[int] = set()
+    index: dict[str, set[int]] = {}
     for doc, value in rows:
-        if not isinstance(value, str):
-            value = str(value)
-        key = _tag_key(value)
-        if key == tag or key.startswith(tag + "/"):
-            found.add(int(doc))
-    return found
+        key = _tag_key(value if isinstance(value, str) else str(value))
+        if key:
+            index.setdefault(key, set()).add(int(doc))
+    return index
