@@ -201,16 +201,16 @@ def _tag_key(tag: str) -> str:
 
 
 def _docs_within(conn: Any, within: Sequence[str]) -> set[int]:
-    """Documents at or under any of ``within`` (a glob is matched whole, ``*`` across folders)."""
+    """Documents at or under any of ``within``. A path that names none but holds ``*``, ``?``
+    or ``[`` is a glob, matched against the whole path (``*`` across folders); so a folder
+    really named ``Notes [old]`` is still found by its name."""
     found: set[int] = set()
     for w in within:
-        if _GLOB & set(w):
-            rows = conn.execute("SELECT doc FROM documents WHERE path GLOB ?", (w,))
-        else:
-            rows = conn.execute(
-                "SELECT doc FROM documents WHERE path = ? OR substr(path, 1, ?) = ?",
-                (w, len(w) + 1, w + "/"))
-        found.update(int(r[0]) for r in rows)
+        docs = {int(r[0]) for r in conn.execute(
+            "SELECT doc FROM documents WHERE path = ? OR substr(path, 1, ?) = ?", (w, len(w) + 1, w + "/"))}
+        if not docs and _GLOB & set(w):
+            docs = {int(r[0]) for r in conn.execute("SELECT doc FROM documents WHERE path GLOB ?", (w,))}
+        found |= docs
     return found
 
 

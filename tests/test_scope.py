@@ -22,6 +22,7 @@ NOTES = {
                        "in the fridge.\n",
     "home/garden.md": "# Garden\n\nTomatoes and beans. #food/growing and #Chores\n",
     "work/meetings/standup.md": "---\ntags: [work]\n---\n# Standup\n\nWe talked about the new oven. #chores\n",
+    "Notes [old]/oven.md": "# Old oven\n\nThe old oven baked unevenly.\n",
 }
 
 
@@ -52,6 +53,7 @@ def test_folders_files_globs_and_tags(kb) -> None:
     assert paths(kb.search(q, within=["work/meetings", "home/garden.md"])) == {
         "work/meetings/standup.md", "home/garden.md"}  # any of the paths
     assert paths(kb.search(q, within=["work/*/s*"])) == {"work/meetings/standup.md"}  # a glob
+    assert paths(kb.search(q, within=["Notes [old]"])) == {"Notes [old]/oven.md"}  # a name, not a glob
     assert paths(kb.search(q, within=["./home/../home/"])) <= {"home/kitchen.md", "home/garden.md"}
     assert kb.search(q, within=["."]).scope is None  # the root: the whole KB
     # tags: front matter or inline, any case, with or without '#', a parent of a nested tag
