@@ -26,7 +26,7 @@ BIN = Path(sys.executable).parent
 NOTES = {
     "notes/build.md": "# Build\n\nThe nightly build is slow: the linker step fails with ERR-4471 "
                       "when the cache is cold.\n\n## Fixing a slow build\n\nWarm the dependency "
-                      "cache first, then build in parallel.\n",
+                      "cache first, then build in parallel. #build\n",
     "notes/ci.md": "# CI\n\nContinuous integration runs the build on every push and keeps the "
                    "deployment checklist.\n",
     "notes/practice.md": "# Practice routine\n\nTen minutes of scales with the metronome, then "
