@@ -548,14 +548,18 @@ class KB:
             )
         ]
         meta = json.loads(row["meta"])
+        links = conn.execute(
+            "SELECT l.rel, l.raw, l.origin, l.line, l.reason, l.kind, d.path FROM links l "
+            "LEFT JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
+            "WHERE l.src_doc = ? ORDER BY l.origin, l.line", (row["doc"],)).fetchall()
+        # A #tag no note is named after is a tag, not a dangling link: listed with the tags
+        # (what `pnk search --tag` matches), not among the links.
+        inline_tags = list(dict.fromkeys(r["raw"] for r in links if r["kind"] == "tag" and r["reason"] == "tag-only"))
         outgoing = [
             f"{r['rel']} -> {r['path'] or r['raw']}"
             + ("" if r["path"] else f"  (unresolved: {r['reason'] or 'elsewhere in the fleet'})")
             + f"  [{r['origin']}, line {r['line']}]"
-            for r in conn.execute(
-                "SELECT l.rel, l.raw, l.origin, l.line, l.reason, d.path FROM links l "
-                "LEFT JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
-                "WHERE l.src_doc = ? ORDER BY l.origin, l.line", (row["doc"],))
+            for r in links if not (r["kind"] == "tag" and r["reason"] == "tag-only")
         ]
         incoming = [
             f"{r['rel']} <- {r['path']}  [{r['origin']}]"
@@ -572,6 +576,7 @@ class KB:
             "path": row["path"],
             "sidecar": row["sidecar_path"],
             "tags": json.loads(row["tags"]),
+            "inline_tags": inline_tags,
             "front_matter": meta.get("front_matter", {}),
             "links": meta.get("sidecar", {}).get("links", []),
             "outgoing": outgoing,

@@ -107,3 +107,12 @@ def test_a_fleet_search_skips_a_kb_with_nothing_in_scope(kb, make_kb) -> None:
     assert both.skipped == [{"kb": fleet.label(kb), "reason": "no document is under 'recipes'"}]
     with pytest.raises(OutOfScope, match="in no knowledge base"):
         search_many([kb, other], "sourdough", within=["nowhere"])
+
+
+def test_show_lists_the_tags_a_scope_matches(kb) -> None:
+    """``pnk show`` lists a note's inline #tags with its front-matter tags (what --tag matches),
+    not as unresolved links."""
+    shown = kb.show("home/garden.md")
+    assert shown["inline_tags"] == ["food/growing", "Chores"] and shown["outgoing"] == []
+    res = CliRunner().invoke(cli, ["show", "work/meetings/standup.md", "--kb", str(kb.root)])
+    assert "  tags     work, #chores\n" in res.output and "tag-only" not in res.output

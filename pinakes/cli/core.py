@@ -390,8 +390,9 @@ def show(doc: str, kb_path: str | None, json_: bool) -> None:
     click.echo(f"  id       {info['doc_id']}{'  (provisional)' if info['provisional_id'] else ''}")
     click.echo(f"  path     {info['path']}")
     click.echo(f"  sidecar  {info['sidecar']}")
-    if info["tags"]:
-        click.echo(f"  tags     {', '.join(info['tags'])}")
+    tags = [*info["tags"], *(f"#{t}" for t in info.get("inline_tags", []))]
+    if tags:
+        click.echo(f"  tags     {', '.join(tags)}")
     desc = info["front_matter"].get("description") if isinstance(info["front_matter"], dict) else None
     if desc:
         click.echo(f"  about    {desc}")
