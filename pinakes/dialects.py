@@ -307,19 +307,42 @@ def served_key(name: str) -> str:
     return "/".join(_ORDER_NUMBER.sub("", part) for part in name.split("/"))
 
 
+#: A Jekyll post's file name: its date, then its title (``2019-01-01-hello-world``).
+_POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+
+
+def _post_address(folder: str, post: re.Match[str], title: str, front_matter: Mapping[str, Any]) -> str:
+    """Where Jekyll's default permalink serves a post: ``/:categories/:year/:month/:day/:title``.
+
+    Its categories are the folders above ``_posts`` (``blog/_posts/``) and the front
+    matter's ``categories`` (a list, or words) or ``category``.
+    """
+    cats = [p for p in folder.split("/")[: folder.split("/").index("_posts")] if p]
+    for key in ("categories", "category"):
+        value = front_matter.get(key)
+        words = value.split() if isinstance(value, str) else value if isinstance(value, list) else []
+        cats += [str(w).strip() for w in words if isinstance(w, str | int) and str(w).strip()]
+    return "/".join([*cats, post.group(1), post.group(2), post.group(3), title])
+
+
 def _served_path(bare: str, front_matter: Mapping[str, Any]) -> str:
     """The folded address a docs site serves the page ``bare`` (a path without suffix) at.
 
     Docusaurus drops the ordering numbers of file and folder names and puts a page's
     ``id:`` (or a relative ``slug:``) in place of its file name; a folder's ``index`` page
-    is served as the folder.
+    is served as the folder. Jekyll serves a post (``_posts/2019-01-01-hello.md``) under
+    its categories and date (``2019/01/01/hello``).
     """
     folder, _, stem = bare.rpartition("/")
+    post = _POST.match(stem) if "_posts" in folder.split("/") else None
     for key in ("slug", "id"):
         value = front_matter.get(key)
         if isinstance(value, str) and _PAGE_ID.match(value.strip()):
             stem = value.strip()
             break
+    if post:
+        return fold(_post_address(folder, post, stem if stem != post.group(0) else post.group(4),
+                                  front_matter))
     served = served_key(fold(f"{folder}/{stem}" if folder else stem))
     if served == fold(bare):
         return served  # served at its own path: no other name

@@ -42,8 +42,8 @@ SCHEMA_VERSION = "13"  # 4: int8 vectors (pinakes.quant); 5: contentless chunks_
 # the links of site generators (MyST {toctree} entries and {doc} roles, Hugo ref shortcodes,
 # Jekyll Liquid links) count, and a route reaches the page declaring it (permalink, url, slug);
 # 13: a suffixless link reaches the page a docs site serves there (link_names tier ``served``:
-# ordering numbers such as 01-intro.md left out, Docusaurus's id:), and an MDX page's import
-# and export statements are in no chunk
+# ordering numbers such as 01-intro.md left out, Docusaurus's id:; a Jekyll post's dated
+# address), and an MDX page's import and export statements are in no chunk
 
 _TOKENIZE = {
     "porter": "porter unicode61 remove_diacritics 2",

@@ -627,6 +627,27 @@ def test_docusaurus_addresses_leave_out_ordering_numbers_and_take_the_page_id(ma
         "./later", "markdown", "website/docs/01-guide/03-later.md")
 
 
+def test_jekyll_posts_are_reached_at_their_dated_addresses(make_kb) -> None:
+    """Jekyll serves ``_posts/2019-01-01-hello.md`` at ``/2019/01/01/hello.html``, under its
+    categories (folders above ``_posts`` and front matter): links written as those addresses
+    reach the post."""
+    kb = make_kb({
+        "index.md": "# Home\n\n[a](/2019/01/01/hello.html), [b]({{ site.baseurl }}/blog/jekyll/2019/01/02/second/),"
+                    " [c](/2019/01/03/renamed), [d](/2019/01/09/missing.html)\n",
+        "_posts/2019-01-01-hello.md": "---\ntitle: Hello\n---\nh\n",
+        "blog/_posts/2019-01-02-second.md": "---\ncategories: [jekyll]\n---\n# Second\n",
+        "_posts/2019-01-03-third.md": "---\nslug: renamed\n---\n# Third\n",
+        "notes/2019-01-01-hello.md": "# Not a post\n",  # a dated note outside _posts: no address
+    })
+    kb.sync()
+    assert links_of(kb, "index.md") == [
+        ("/2019/01/01/hello.html", "markdown", "_posts/2019-01-01-hello.md"),
+        ("/blog/jekyll/2019/01/02/second/", "template", "blog/_posts/2019-01-02-second.md"),
+        ("/2019/01/03/renamed", "markdown", "_posts/2019-01-03-third.md"),
+        ("/2019/01/09/missing.html", "markdown", "no-document"),
+    ]
+
+
 BAD = {
     "junk.md": (
         "# Junk\n\n"
