@@ -788,7 +788,8 @@ class PinakesServer:
             "ranks), a calibrated confidence ('unknown' when uncalibrated) and whether it abstained; "
             "an abstention's `reason` names the part of the question the notes do not support "
             "(rephrase that part, or report the gap rather than answer from the hits). "
-            "Prefer refining the query, or naming entities/concepts, over raising k. "
+            "Prefer refining the query, or naming entities/concepts, over raising k; when you "
+            "know where the answer lies, narrow with `within` (folders) or `tags`. "
             f"k is capped at {MAX_K}; `truncated: true` means the answer hit the size budget: "
             "narrow the query, don't page."
         ))

@@ -174,6 +174,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
         assert tool.description
     by_name = {t.name: t for t in listed}
     assert "refining the query" in by_name["pinakes_search"].description
+    assert "narrow with `within`" in by_name["pinakes_search"].description
     assert "one hop" in by_name["pinakes_links"].description
     assert "don't page" in by_name["pinakes_links"].description
     assert set(by_name["pinakes_search"].input_schema["properties"]) == {
