@@ -204,20 +204,68 @@ _DOCUSAURUS_CONFIGS = tuple(f"docusaurus.config.{ext}" for ext in ("js", "ts", "
 
 
 def site_copies(root: Path) -> list[tuple[str, str]]:
-    """``(folder, what it holds)`` for each copy folder of a Docusaurus site at ``root`` or one
-    folder down (``website/``): ``pnk init`` leaves them out, and says so."""
+    """``(folder, what it holds)`` for each copy folder of a docs site at ``root`` or one folder
+    down (``website/``): ``pnk init`` leaves them out, and says so.
+
+    A Docusaurus site's ``versioned_docs/`` and ``i18n/`` beside its config; a multilingual
+    Hugo site's other languages, the folders of ``content/`` named as languages (``zh-cn``,
+    ``ja``) whose tree mirrors the default language's (``content/en/``).
+    """
     found: list[tuple[str, str]] = []
     try:
         sites = [root] + sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     except OSError:
         return found
     for site in sites:
-        if not any((site / name).is_file() for name in _DOCUSAURUS_CONFIGS):
-            continue
-        for folder, what in _SITE_COPIES.items():
-            if (site / folder).is_dir():
-                found.append(((site / folder).relative_to(root).as_posix(), what))
+        if any((site / name).is_file() for name in _DOCUSAURUS_CONFIGS):
+            found += [((site / folder).relative_to(root).as_posix(), what)
+                      for folder, what in _SITE_COPIES.items() if (site / folder).is_dir()]
+        found += [(folder.relative_to(root).as_posix(), what) for folder, what in _hugo_translations(site, root)]
     return found
+
+
+def copies_in_words(copies: list[tuple[str, str]]) -> str:
+    """``website/versioned_docs/ (older versions of the docs) and content/ja/, content/zh-cn/
+    (translations of content/en/)``: :func:`site_copies` as ``pnk init`` says it."""
+    grouped: dict[str, list[str]] = {}
+    for folder, what in copies:
+        grouped.setdefault(what, []).append(f"{folder}/")
+    return " and ".join(f"{', '.join(folders)} ({what})" for what, folders in grouped.items())
+
+
+#: A Hugo site's config (``config/_default/`` holds it in larger sites).
+_HUGO_CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml",
+                 "config.yml", "config/_default/hugo.toml", "config/_default/config.toml",
+                 "config/_default/hugo.yaml", "config/_default/config.yaml")
+_LANGUAGE = re.compile(r"^[a-z]{2}(?:[-_][a-z]{2,4})?$")
+_DEFAULT_LANGUAGE = re.compile(r"""defaultContentLanguage\s*[:=]\s*["']?([A-Za-z_-]+)""")
+
+
+def _hugo_translations(site: Path, root: Path) -> list[tuple[Path, str]]:
+    """The other languages' content folders of a multilingual Hugo site at ``site``."""
+    content = site / "content"
+    configs = [site / c for c in _HUGO_CONFIGS if (site / c).is_file()]
+    if not configs or not content.is_dir():
+        return []
+    default = "en"
+    for config in configs:
+        try:
+            m = _DEFAULT_LANGUAGE.search(config.read_text("utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            default = m.group(1).lower()
+            break
+    try:
+        langs = sorted(p for p in content.iterdir() if p.is_dir() and _LANGUAGE.match(p.name))
+    except OSError:
+        return []
+    own = content / default
+    if own not in langs or len(langs) < 2:
+        return []
+    mirrored = {p.name for p in own.iterdir()}
+    what = f"translations of {own.relative_to(root).as_posix()}/"
+    return [(p, what) for p in langs if p != own and mirrored & {q.name for q in p.iterdir()}]
 
 
 #: Plain-text formats other tools write: Simplenote and nvALT notes (``.txt``), Sphinx's

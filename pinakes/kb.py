@@ -29,7 +29,7 @@ from .errors import (
     PinakesError,
     UnknownEmbedder,
 )
-from .fsutil import atomic_write, markdown_left_out, site_copies, suffix_counts
+from .fsutil import atomic_write, copies_in_words, markdown_left_out, site_copies, suffix_counts
 from .search import DenseIndex, SearchInputs, SearchResult, hybrid_search
 from .sidecar import is_ulid
 from .store import Store, damage_error, note_once
@@ -128,12 +128,11 @@ class KB:
                                 f'include = ["**/*.md", {patterns}]  # pnk init found {counts} files\n', 1)
         copies = site_copies(root)
         if copies:
-            # A Docusaurus site's frozen versions and translations repeat every page: search
-            # for the current docs, and say how to take them back in.
+            # A docs site's frozen versions and translations repeat every page: search the
+            # current docs in the site's own language, and say how to take the copies back in.
             exclude = [*DEFAULTS["kb"]["exclude"], *(f"{folder}/**" for folder, _ in copies)]
             text = re.sub(r"^# exclude = .*$", lambda _: f"exclude = {json.dumps(exclude)}  # pnk init left out "
-                          + "; ".join(f"{folder}/: {what}" for folder, what in copies), text, count=1,
-                          flags=re.MULTILINE)
+                          + copies_in_words(copies), text, count=1, flags=re.MULTILINE)
         if template:
             from .templates import apply_template
 

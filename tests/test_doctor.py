@@ -175,6 +175,28 @@ def test_init_leaves_out_a_docusaurus_sites_versions_and_translations(tmp_path) 
     assert "# exclude = " in (plain / "pinakes.toml").read_text("utf-8")  # no site config: the default
 
 
+def test_init_leaves_out_a_hugo_sites_other_languages(tmp_path) -> None:
+    """A multilingual Hugo site keeps each language's pages under content/<lang>/, mirroring the
+    default language's tree: init keeps the default (hugo.toml's defaultContentLanguage) and
+    leaves the translations out; a folder named like a language that mirrors nothing stays."""
+    site = _folder(tmp_path / "site", {
+        "config/_default/hugo.toml": 'defaultContentLanguage = "de"\n',
+        "content/de/docs/pods.md": "# Pods\n\nEin Pod.\n",
+        "content/en/docs/pods.md": "# Pods\n\nA pod.\n",
+        "content/ja/docs/pods.md": "# Pods\n\nポッド.\n",
+        "content/ui/buttons.md": "# Buttons\n\nA folder named like a language code.\n",
+    })
+    runner = CliRunner()
+    res = runner.invoke(cli, ["init", str(site)])
+    assert res.exit_code == 0, res.output
+    assert "Left out content/en/, content/ja/ (translations of content/de/)" in res.output
+    res = runner.invoke(cli, ["sync", "--kb", str(site), "--json"])
+    assert sorted(json.loads(res.stdout)["added"]) == ["content/de/docs/pods.md", "content/ui/buttons.md"]
+    one = _folder(tmp_path / "one", {"hugo.toml": "", "content/en/a.md": "# A\n", "content/docs/b.md": "# B\n"})
+    assert runner.invoke(cli, ["init", str(one)]).exit_code == 0
+    assert "# exclude = " in (one / "pinakes.toml").read_text("utf-8")  # one language: nothing left out
+
+
 def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
     """Quarto pages (.qmd: Markdown with code cells) are notes: init includes them, links reach them."""
     site = _folder(tmp_path / "quarto", {

@@ -50,14 +50,13 @@ def init(directory: Path, name: str | None, template: str | None = None) -> None
         if next(walk_kb(kb.root, include, exclude, []), None) is None:
             hint = other_text_hint(other_text_files(kb.root, include, exclude))
             click.echo(f"Note: {hint}." if hint else "Note: no Markdown file here yet.")
-    from ..fsutil import site_copies
+    from ..fsutil import copies_in_words, site_copies
 
     copies = site_copies(kb.root)
     if copies:
-        click.echo("Left out " + " and ".join(f"{folder}/ ({what})" for folder, what in copies)
-                   + ": a Docusaurus site's copies of its pages, which would answer every question "
-                   "once per version and language. To index them, take them out of exclude in "
-                   "pinakes.toml.")
+        click.echo(f"Left out {copies_in_words(copies)}: a docs site's copies of its pages, which would "
+                   "answer every question once per version and language. To index them, take them "
+                   "out of exclude in pinakes.toml.")
     click.echo("Commit pinakes.toml, your documents and their .pnk.yaml sidecars; .pinakes/ (the index) "
                "is derived and git-ignored. `pnk ask` records what it spends in .pinakes-ledger/: "
                "commit that too.")
