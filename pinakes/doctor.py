@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .dialects import FORMS
-from .fsutil import WalkProblem, markdown_left_out, other_text_files, walk_kb
+from .fsutil import WalkProblem, markdown_left_out, other_text_files, site_copies, walk_kb
 from .graph import top_hubs
 from .health import mark_damaged, verify_index
 from .links import DOC_SUFFIXES, SIDECAR, SOFT_REASONS, FleetLookup, fleet_refine
@@ -103,6 +103,13 @@ def diagnose(kb: KB) -> dict[str, Any]:
     # No document at all: the text files of other formats that are here (.rst, .txt, ...).
     report["other_text"] = other_text_files(kb.root, list(kb.config.kb["include"]), list(
         kb.config.kb["exclude"])) if not report["store"].get("documents") and not report["left_out"] else {}
+    # A docs site's copies of its pages that are indexed (a KB made before pnk init left
+    # them out, or one that took them back in on purpose): a nudge, not a warning.
+    paths = [d["path"] for d in docs]
+    report["site_copies"] = [
+        {"folder": folder, "what": what, "documents": n}
+        for folder, what in site_copies(kb.root)
+        if (n := sum(1 for p in paths if p.startswith(folder + "/")))]
     report["uncommitted_deep_links"] = _uncommitted_deep_links(kb, store)
     # Graph hubs: the highest-degree shared-value nodes; a tag on most documents is
     # glue, not signal (its spokes are damped 1/degree, but it is worth knowing).

@@ -170,6 +170,14 @@ def test_init_leaves_out_a_docusaurus_sites_versions_and_translations(tmp_path) 
     assert sorted(json.loads(res.stdout)["added"]) == ["README.md", "website/docs/intro.md"]
     hits = KB.open(site).search("quokka tour", k=5).hits
     assert [h.path for h in hits if "intro" in h.path] == ["website/docs/intro.md"]  # once, not per copy
+    # A KB that indexes the copies (made before init left them out) is told by doctor how to.
+    (site / "pinakes.toml").write_text('[kb]\nname = "repo"\n', "utf-8")
+    runner.invoke(cli, ["sync", "--kb", str(site)])
+    copies = KB.open(site).doctor()["site_copies"]
+    assert copies == [{"folder": "website/versioned_docs", "what": "older versions of the docs", "documents": 1},
+                      {"folder": "website/i18n", "what": "translations of the pages", "documents": 1}]
+    res = runner.invoke(cli, ["doctor", "--kb", str(site)])
+    assert 'add "website/versioned_docs/**" to exclude in pinakes.toml' in res.output
     plain = _folder(tmp_path / "plain", {"i18n/fr/a.md": "# A\n", "versioned_docs/b.md": "# B\n"})
     assert runner.invoke(cli, ["init", str(plain)]).exit_code == 0
     assert "# exclude = " in (plain / "pinakes.toml").read_text("utf-8")  # no site config: the default

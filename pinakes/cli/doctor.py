@@ -54,6 +54,11 @@ def doctor(kb_path: str | None, json_: bool) -> None:
         from ..sync import left_out_hint
 
         click.echo(click.style(f"  hint: {left_out_hint(r['left_out'])}", fg="yellow"))
+    for copy in r.get("site_copies") or []:
+        click.echo(click.style(
+            f"  hint: {copy['folder']}/ ({copy['what']}) is indexed, {copy['documents']} documents: a docs "
+            f"site's copy of its pages answers every question once more; to leave it out, add "
+            f"\"{copy['folder']}/**\" to exclude in pinakes.toml", fg="yellow"))
     if r.get("other_text"):
         from ..sync import other_text_hint
 
