@@ -419,7 +419,8 @@ class PinakesServer:
     def search(self, query: str, kb: str | None = None, k: int | None = None,
                entities: Sequence[str] = (), concepts: Sequence[str] = (),
                channel: str | None = None, explain: bool = False,
-               within: Sequence[str] = (), tags: Sequence[str] = ()) -> dict[str, Any]:
+               within: Sequence[str] = (), tags: Sequence[str] = (),
+               since: str | None = None, until: str | None = None) -> dict[str, Any]:
         """Hybrid search, capped and fitted to the response budget (``explain`` included);
         ``within`` and ``tags`` scope it (:mod:`pinakes.scope`, paths from each KB's root)."""
         if not query.strip():
@@ -434,7 +435,8 @@ class PinakesServer:
         from .fleet import label
 
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
-                             channel=channel, explain=explain, within=list(within), tags=list(tags))
+                             channel=channel, explain=explain, within=list(within), tags=list(tags),
+                             since=since, until=until)
         names = {id(kb_): served for served, kb_ in self.kbs.items()}
         label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
@@ -750,9 +752,11 @@ class PinakesServer:
             explain: Annotated[bool, Field(description="Also say why each hit is there: each stage's numbers, and the graph's seed and path. Larger answers: use it to debug a ranking, not by default.")] = False,
             within: Annotated[list[str] | None, Field(description="Search only documents under one of these folders or files, or matching a glob, from the KB's root, e.g. ['meetings', 'projects/2024-*'].")] = None,
             tags: Annotated[list[str] | None, Field(description="Search only documents carrying every one of these tags (front matter or #tag; 'project' also matches #project/alpha).")] = None,
+            since: Annotated[str | None, Field(description="Search only documents dated from this day on: '2024', '2024-03' or '2024-03-14' (a journal day or chat session, by front matter date/created or file name).")] = None,
+            until: Annotated[str | None, Field(description="Search only documents dated up to this day, included: '2024', '2024-03' or '2024-03-14'.")] = None,
         ) -> Annotated[CallToolResult, SearchOut]:
             out = server.search(query, kb, k, entities or (), concepts or (), channel, explain,
-                                within or (), tags or ())
+                                within or (), tags or (), since, until)
             return _result(out, render_search(out))
 
         @guard

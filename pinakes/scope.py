@@ -11,13 +11,21 @@ than whatever of the whole KB's top survived a filter.
 Tags are the document's front-matter or sidecar ``tags`` and its inline ``#tags``,
 matched in any case, with or without ``#``; a nested tag counts for its parents
 (``project`` matches ``#project/alpha``), as Obsidian's tag search does.
+
+``since`` and ``until`` keep the documents dated in that span (a year, a month or a day
+each, both ends included): a journal's day or a chat session, dated by its front matter
+(``date``, ``created``, ``day``) or its file name (``2024-03-14.md``, Logseq's
+``2024_03_14.md``, ``March 14th, 2024.md``, ``2024-02-19-session-02.md``). A document
+with no date is outside any span.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import json
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .dialects import fold
+from .dialects import date_key, fold, strip_suffix
 from .errors import QueryError
 
 __all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_words"]
@@ -43,12 +51,17 @@ class Scope:
 
     within: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    since: str = ""  # the first day in the span (YYYY-MM-DD), "" for no bound
+    until: str = ""  # the last day in the span, "" for no bound
 
     def __bool__(self) -> bool:
-        return bool(self.within or self.tags)
+        return bool(self.within or self.tags or self.since or self.until)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"within": list(self.within), "tags": list(self.tags)}
+        out: dict[str, Any] = {"within": list(self.within), "tags": list(self.tags)}
+        if self.since or self.until:
+            out.update(since=self.since or None, until=self.until or None)
+        return out
 
 
 @dataclass(frozen=True)
@@ -72,14 +85,19 @@ class ScopedDocs:
         return {**self.scope.to_dict(), "documents": len(self.docs)}
 
 
-def make_scope(within: Iterable[str] = (), tags: Iterable[str] = (), root: Path | None = None) -> Scope:
+def make_scope(within: Iterable[str] = (), tags: Iterable[str] = (), root: Path | None = None,
+               since: str | None = None, until: str | None = None) -> Scope:
     """A :class:`Scope` from what a user or agent wrote; a clear :class:`QueryError` for a bad part.
 
     A path is from the KB's root (``notes/work``), or absolute inside the KB ``root``
     (the CLI passes a path it found from the current folder that way); the root itself
     (``.``) is the whole KB. One leading outside is :class:`OutOfScope` (a fleet
-    search skips that KB).
+    search skips that KB). ``since`` / ``until``: ``2024``, ``2024-03`` or ``2024-03-14``.
     """
+    first, last = _day(since, "since", first=True), _day(until, "until", first=False)
+    if first and last and first > last:
+        raise QueryError(f"since {since} is after until {until}")
+    dates = {"since": first, "until": last}
     paths: list[str] = []
     for raw in within:
         if not isinstance(raw, str):
@@ -88,10 +106,35 @@ def make_scope(within: Iterable[str] = (), tags: Iterable[str] = (), root: Path 
         if rel is None:
             raise OutOfScope(f"{raw!r} is outside the knowledge base")
         if rel == ".":
-            return Scope((), _tags(tags))  # the whole KB
+            return Scope((), _tags(tags), **dates)  # the whole KB
         if rel not in paths:
             paths.append(rel)
-    return Scope(tuple(paths), _tags(tags))
+    return Scope(tuple(paths), _tags(tags), **dates)
+
+
+_DAY_ARG = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
+
+
+def _day(value: str | None, name: str, *, first: bool) -> str:
+    """``2024`` / ``2024-03`` / ``2024-03-14`` as the first (or last) day it covers, ISO."""
+    if value is None or not str(value).strip():
+        return ""
+    m = _DAY_ARG.match(str(value).strip())
+    try:
+        if m is None:
+            raise ValueError
+        y, mo, d = int(m.group(1)), m.group(2), m.group(3)
+        if mo is None:
+            return _dt.date(y, 1 if first else 12, 1 if first else 31).isoformat()
+        if d is None:
+            start = _dt.date(y, int(mo), 1)
+            if first:
+                return start.isoformat()
+            nxt = _dt.date(y + (start.month == 12), start.month % 12 + 1, 1)
+            return (nxt - _dt.timedelta(days=1)).isoformat()
+        return _dt.date(y, int(mo), int(d)).isoformat()
+    except ValueError:
+        raise QueryError(f"{name} takes a date written 2024, 2024-03 or 2024-03-14 (got {value!r})") from None
 
 
 def _kb_relative(raw: str, root: Path | None) -> str | None:
@@ -131,10 +174,15 @@ def resolve_scope(conn: Any, scope: Scope) -> ScopedDocs:
     ("did you mean #recipes?"): a typo is the usual reason.
     """
     docs = None
-    if scope.within:
-        docs = _docs_within(conn, scope.within)
+    if scope.since or scope.until:
+        docs = _docs_dated(conn, scope.since, scope.until)
         if not docs:
+            raise OutOfScope(f"no document is dated {_span_words(scope)}")
+    if scope.within:
+        under = _docs_within(conn, scope.within)
+        if not under:
             raise OutOfScope(_nothing_in(Scope(scope.within)) + _nearest(scope.within, _folders(conn), ""))
+        docs = under if docs is None else docs & under
     if scope.tags:
         index = _tag_index(conn)
         for tag in scope.tags:
@@ -174,20 +222,35 @@ def _nothing_in(scope: Scope) -> str:
     """``no document under 'notes' is tagged #work``: the one line an empty scope gets."""
     under = " or ".join(repr(w) for w in scope.within)
     tagged = " and ".join(f"#{t}" for t in scope.tags)
+    dated = f" dated {_span_words(scope)}" if scope.since or scope.until else ""
     if under and tagged:
-        return f"no document under {under} is tagged {tagged}"
-    return f"no document is under {under}" if under else f"no document is tagged {tagged}"
+        return f"no document under {under} is tagged {tagged}{dated}"
+    if under or tagged:
+        return (f"no document is under {under}" if under else f"no document is tagged {tagged}") + (
+            f", {dated.strip()}" if dated else "")
+    return f"no document is{dated}"
 
 
 def scope_words(scope: Mapping[str, Any]) -> str:
-    """``under notes/work or home, tagged #project``: a scope (its ``to_dict``) in words, for
-    the CLI's and the MCP answer's footers and ``--explain``."""
+    """``under notes/work or home, tagged #project, dated 2024-03-01 to 2024-03-31``: a scope
+    (its ``to_dict``) in words, for the CLI's and the MCP answer's footers and ``--explain``."""
     parts = []
     if scope.get("within"):
         parts.append("under " + " or ".join(scope["within"]))
     if scope.get("tags"):
         parts.append("tagged " + " and ".join(f"#{t}" for t in scope["tags"]))
+    if scope.get("since") or scope.get("until"):
+        parts.append("dated " + _span_words(scope))
     return ", ".join(parts)
+
+
+def _span_words(scope: Any) -> str:
+    """``2024-03-01 to 2024-03-31``, ``from 2024-03-01``, ``up to 2024-03-31``."""
+    get = scope.get if isinstance(scope, Mapping) else lambda k: getattr(scope, k)
+    since, until = get("since"), get("until")
+    if since and until:
+        return f"{since} to {until}"
+    return f"from {since}" if since else f"up to {until}"
 
 
 def scope_clause(column: str) -> str:
@@ -225,3 +288,50 @@ def _tag_index(conn: Any) -> dict[str, set[int]]:
         if key:
             index.setdefault(key, set()).add(int(doc))
     return index
+
+
+#: Front-matter fields that date a note (a journal day, a chat session).
+_DATE_FIELDS = ("date", "created", "day")
+#: A day or month written in numbers, year first, in a file name: "2024-02-19-session-02".
+_NAME_DAY = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]([01]\d)(?:[-_.]([0-3]\d))?(?!\d)")
+
+
+def doc_span(path: str, dated: Sequence[Any]) -> tuple[str, str] | None:
+    """The first and last day (ISO) a document is dated, or None: its front matter's
+    ``date`` / ``created`` / ``day`` (``dated``, in that order), else its file name. A month
+    ("2024-03") covers the month."""
+    for value in dated:
+        if value is None:
+            continue
+        text = str(value).strip()
+        m = _NAME_DAY.match(text)
+        key = date_key(text) if m is None else ""
+        if m is None and not key:
+            continue
+        return _span_of(m.groups() if m else tuple(key[len("date:"):].split("-")))
+    stem = strip_suffix(path).rsplit("/", 1)[-1]
+    key = date_key(stem)
+    if key:
+        return _span_of(tuple(key[len("date:"):].split("-")))
+    m = _NAME_DAY.search(stem) or _NAME_DAY.search(path)
+    return _span_of(m.groups()) if m else None
+
+
+def _span_of(parts: tuple[str | None, ...]) -> tuple[str, str] | None:
+    y, mo, d = (parts + (None, None))[:3]
+    text = f"{y}-{mo}" + (f"-{d}" if d else "")
+    try:
+        return _day(text, "date", first=True), _day(text, "date", first=False)
+    except QueryError:
+        return None
+
+
+def _docs_dated(conn: Any, since: str, until: str) -> set[int]:
+    """Documents dated in ``[since, until]`` (either bound may be "")."""
+    fields = ", ".join(f"json_extract(meta, '$.front_matter.{f}')" for f in _DATE_FIELDS)
+    found: set[int] = set()
+    for doc, path, *dated in conn.execute(f"SELECT doc, path, {fields} FROM documents"):
+        span = doc_span(str(path), dated)
+        if span and (not since or span[1] >= since) and (not until or span[0] <= until):
+            found.add(int(doc))
+    return found

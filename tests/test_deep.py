@@ -475,6 +475,8 @@ def test_ask_in_part_of_the_kb_keeps_every_search_there(make_kb: Any, runner: Cl
         assert data["stop_reason"] == "not-in-notes" and data["receipt"]["calls"] == 0
         res = runner.invoke(cli, ["ask", q, "--kb", str(kb.root), "--tag", "nope", "--base-url", url])
         assert res.exit_code == 1 and res.output.strip() == "Error: no document is tagged #nope"
+        res = runner.invoke(cli, ["ask", q, "--kb", str(kb.root), "--since", "2030", "--base-url", url])
+        assert res.exit_code == 1 and res.output.strip() == "Error: no document is dated from 2030-01-01"
         assert server.calls == 1
     free = make_kb(DOCS, name="free-scope")
     free.sync()

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from pinakes import fleet
 from pinakes.cli import cli
+from pinakes.errors import QueryError
 from pinakes.fleet import search_many
 from pinakes.scope import OutOfScope
 
@@ -116,3 +117,39 @@ def test_show_lists_the_tags_a_scope_matches(kb) -> None:
     assert shown["inline_tags"] == ["food/growing", "Chores"] and shown["outgoing"] == []
     res = CliRunner().invoke(cli, ["show", "work/meetings/standup.md", "--kb", str(kb.root)])
     assert "  tags     work, #chores\n" in res.output and "tag-only" not in res.output
+
+
+def test_a_span_of_dates_keeps_the_notes_dated_in_it(make_kb) -> None:
+    """--since/--until: a journal day or chat session is dated by its front matter or its file
+    name (the journal dialects' forms, a month for a whole month); an undated note is outside."""
+    kb = make_kb({
+        "journal/thu.md": "---\ndate: 2024-03-14\n---\n# Thursday\n\nDentist at nine.\n",
+        "journal/wed.md": "---\ncreated: 2024-03-20T10:11:00\n---\n# Wednesday\n\nDentist, the filling.\n",
+        "journal/2024-04-02.md": "# Tuesday\n\nDentist again.\n",
+        "journals/2024_04_05.md": "- dentist, last visit\n",
+        "journal/April 9th, 2024.md": "# April 9th\n\nDentist bill paid.\n",
+        "chats/2024-02-19-session-02.md": "# Session\n\nuser: book the dentist\n",
+        "journal/2024-05 review.md": "# May review\n\nNo dentist this month.\n",
+        "dentist.md": "# Dentist\n\nDr Okoro, Main Street.\n",
+    })
+    kb.sync()
+
+    def dated(**span) -> set[str]:
+        return paths(kb.search("dentist", k=10, **span))
+
+    assert dated(since="2024-03", until="2024-03") == {"journal/thu.md", "journal/wed.md"}
+    assert dated(since="2024-04-03") == {"journals/2024_04_05.md", "journal/April 9th, 2024.md",
+                                         "journal/2024-05 review.md"}
+    assert dated(until="2024-02") == {"chats/2024-02-19-session-02.md"}
+    assert dated(since="2024-05-31", until="2024-06") == {"journal/2024-05 review.md"}  # a month, whole
+    assert kb.search("dentist", since="2024-04", within=["journal"]).scope == {
+        "within": ["journal"], "tags": [], "since": "2024-04-01", "until": None, "documents": 3}
+    with pytest.raises(OutOfScope, match="^no document is dated from 2025-01-01$"):
+        kb.search("dentist", since="2025")
+    with pytest.raises(QueryError, match="takes a date written 2024, 2024-03 or 2024-03-14"):
+        kb.search("dentist", since="last week")
+    with pytest.raises(QueryError, match="is after until"):
+        kb.search("dentist", since="2024-04", until="2024-03")
+    res = CliRunner().invoke(cli, ["search", "dentist", "--kb", str(kb.root), "--since", "2024-04-03",
+                                   "--until", "2024-04-08"])
+    assert res.exit_code == 0 and "searched 1 document dated 2024-04-03 to 2024-04-08" in res.output

@@ -158,7 +158,13 @@ def scope_paths(within: Sequence[str], kbs: Sequence[Any]) -> tuple[str, ...]:
 
 
 def scope_options(fn: Any) -> Any:
-    """``--in PATH`` and ``--tag TAG``, as ``pnk search`` and ``pnk ask`` take them."""
+    """``--in PATH``, ``--tag TAG``, ``--since`` and ``--until``, as ``pnk search`` and ``pnk ask``
+    take them."""
+    fn = click.option("--until", metavar="DATE",
+                      help="Only documents dated up to DATE (2024, 2024-03 or 2024-03-14, included).")(fn)
+    fn = click.option("--since", metavar="DATE",
+                      help="Only documents dated from DATE on (2024, 2024-03 or 2024-03-14): a journal "
+                           "day or chat session, by front matter (date, created) or file name.")(fn)
     fn = click.option("--tag", "tags", multiple=True, metavar="TAG",
                       help="Only documents tagged TAG, in front matter or as #TAG; #a/b counts "
                            "for a (repeatable: every tag).")(fn)

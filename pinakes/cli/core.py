@@ -212,7 +212,8 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
            concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool,
-           explain: bool = False, within: tuple[str, ...] = (), tags: tuple[str, ...] = ()) -> None:
+           explain: bool = False, within: tuple[str, ...] = (), tags: tuple[str, ...] = (),
+           since: str | None = None, until: str | None = None) -> None:
     """Hybrid search: BM25 and embeddings together, fused; offline and free.
 
     Shows the k best documents, each at its best-matching section, with the
@@ -220,9 +221,9 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     by one instead. --json keeps `hits` (the k best chunks, the MCP tool's
     shape) and adds `documents` (the grouping), unless --chunks is given.
     --explain adds each stage's numbers (`explain` in --json), in the order
-    the search ran them; the ranking is the same. --in and --tag search only
-    part of the KB (`--in notes/work --tag project`); `scope` in --json says
-    how many documents that was.
+    the search ran them; the ranking is the same. --in, --tag, --since and
+    --until search only part of the KB (`--in journal --since 2024-03`);
+    `scope` in --json says how many documents that was.
 
     The last lines give a calibrated confidence that the hits hold the
     answer. Under [retrieval] abstain_below the search abstains and says which
@@ -249,7 +250,8 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
 
     if chunks:
         result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
-                             skipped=skipped, explain=explain, within=within, tags=tags)
+                             skipped=skipped, explain=explain, within=within, tags=tags,
+                             since=since, until=until)
         warn(result)
         notice(result)
         if json_:
@@ -261,7 +263,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
     raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
                       concepts=concepts, channel=channel, graph_roots=want, skipped=skipped,
-                      explain=explain, within=within, tags=tags)
+                      explain=explain, within=within, tags=tags, since=since, until=until)
     warn(raw)
     notice(raw)
     grouped = documents_result(raw, want)

@@ -175,7 +175,7 @@ class Run:
 
     def __init__(self, kb: Any, question: str, settings: Settings, *, deep: bool, backend: Any = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 scope: dict[str, Sequence[str]] | None = None) -> None:
+                 scope: dict[str, Any] | None = None) -> None:
         question = (question or "").strip()
         if not question:
             from pinakes.errors import QueryError
@@ -193,7 +193,7 @@ class Run:
         self.budget = Budget(settings.price, settings.cap_eur, self.estimate, journal=self._journal)
         self.transcript = Transcript(new_ulid(), kb, question, "deep" if deep else "ask", settings.public())
         # ``pnk ask --in/--tag``: every search of the run keeps to that part of the KB (pinakes.scope).
-        self.scope = {k: list(v) for k, v in (scope or {}).items() if v}
+        self.scope = {k: v if isinstance(v, str) else list(v) for k, v in (scope or {}).items() if v}
         if self.scope:
             self.transcript.data["scope"] = self.scope
         self._plan(self.planned)
