@@ -41,6 +41,7 @@ __all__ = [
     "doc_aliases",
     "doc_names",
     "doc_routes",
+    "DATE_FIELDS",
     "served_key",
     "fold",
     "hierarchy_parent",
@@ -267,6 +268,12 @@ def doc_aliases(front_matter: Mapping[str, Any]) -> list[str]:
                 out.append(name)
     return out
 
+
+#: Front-matter keys that date a note: a journal day's or a chat session's ``date:``, a note
+#: tool's ``created:``, a daily note's ``day:``. The confidence's reader takes such a note's
+#: lines as dated (:func:`pinakes.support.reader.note_dated`); a ``--since`` scope keeps it
+#: when the date falls in the span (:func:`pinakes.scope.doc_span`).
+DATE_FIELDS = ("date", "created", "day")
 
 #: Front-matter keys that set a page's web address: Jekyll's ``permalink``, Hugo's ``url``,
 #: Docusaurus's ``slug``; Hugo's ``aliases`` list its old addresses.

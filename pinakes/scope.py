@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .dialects import date_key, fold, strip_suffix
+from .dialects import DATE_FIELDS, date_key, fold, strip_suffix
 from .errors import QueryError
 
 __all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_words"]
@@ -304,8 +304,6 @@ def _tag_index(conn: Any) -> dict[str, set[int]]:
     return index
 
 
-#: Front-matter fields that date a note (a journal day, a chat session).
-_DATE_FIELDS = ("date", "created", "day")
 #: A day or month written in numbers, year first, in a file name: "2024-02-19-session-02".
 _NAME_DAY = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]([01]\d)(?:[-_.]([0-3]\d))?(?!\d)")
 
@@ -342,7 +340,7 @@ def _span_of(parts: tuple[str | None, ...]) -> tuple[str, str] | None:
 
 def _doc_spans(conn: Any) -> dict[int, tuple[str, str]]:
     """Every dated document's first and last day (:func:`doc_span`)."""
-    fields = ", ".join(f"json_extract(meta, '$.front_matter.{f}')" for f in _DATE_FIELDS)
+    fields = ", ".join(f"json_extract(meta, '$.front_matter.{f}')" for f in DATE_FIELDS)
     spans: dict[int, tuple[str, str]] = {}
     for doc, path, *dated in conn.execute(f"SELECT doc, path, {fields} FROM documents"):
         span = doc_span(str(path), dated)

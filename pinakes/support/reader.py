@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..dialects import NOTION_ID, date_key, strip_suffix
+from ..dialects import DATE_FIELDS, NOTION_ID, date_key, strip_suffix
 from ..text import (
     STOPWORDS,
 )
@@ -292,9 +292,6 @@ def _own_statement(sent: str) -> bool:
 
 #: A day or a month in a file name: "journal/2023-05-08.md", "2024-03 review.md".
 _PATH_DAY = re.compile(r"(?<!\d)(?:19|20)\d\d-[01]\d(?:-[0-3]\d)?(?!\d)")
-#: Front-matter fields that date a note (a journal day, a chat session).
-_DATE_FIELDS = ("date", "created", "day")
-
 
 #: A day written in numbers, year first: "Weekly sync 2024-05-13", a journal's "2024_05_13".
 _NUMERIC_DAY = re.compile(r"(?<![\d.])((?:19|20)\d\d)[-_./](0?[1-9]|1[0-2])[-_./](0?[1-9]|[12]\d|3[01])(?![\d.])")
@@ -410,7 +407,7 @@ def note_dated(conn: Any, path: str, front_matter: dict[str, Any] | None = None)
     if _PATH_DAY.search(path) or date_key(strip_suffix(path).rsplit("/", 1)[-1]):
         return True
     meta = note_properties(conn, path) if front_matter is None else front_matter
-    return any(holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in _DATE_FIELDS if meta.get(f))
+    return any(holds_typed(DATE, str(meta.get(f, "")), frozenset()) for f in DATE_FIELDS if meta.get(f))
 
 
 #: The words that tell a tie between two people, by the kind of tie: a parent is told by
