@@ -459,8 +459,10 @@ class KB:
             out["dim"] = int(store.get_meta("dim") or 0)
             out["problems"] = len(store.document_problems())
             from .graph import edge_counts
+            from .scope import scope_outline
 
             out["nodes_by_kind"], out["edges_by_kind"] = edge_counts(conn)
+            out.update(scope_outline(conn))  # what --in and --tag can take
         size = 0
         for f in self.config.state_dir.iterdir():
             if f.name.startswith("index.db"):

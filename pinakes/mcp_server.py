@@ -227,6 +227,12 @@ class KbOut(BaseModel):
     generation: int | None = Field(None, description="Sync generation; it moves on every sync.")
     embedder: str | None = None
     problems: int | None = None
+    folders: dict[str, int] | None = Field(
+        None, description="Its top-level folders and how many documents each holds, most first: "
+                          "values for pinakes_search's `within`.")
+    tags: dict[str, int] | None = Field(
+        None, description="Its most used tags and how many documents carry each: values for "
+                          "pinakes_search's `tags`.")
     error: str | None = None
 
 
@@ -655,7 +661,8 @@ class PinakesServer:
                 row["error"] = _one_line(str(exc))
             else:
                 row["indexed"] = bool(info.get("indexed"))
-                for key in ("documents", "chunks", "last_sync", "generation", "embedder", "problems"):
+                for key in ("documents", "chunks", "last_sync", "generation", "embedder", "problems",
+                            "folders", "tags"):
                     if key in info:
                         row[key] = info[key]
                 if not row["indexed"]:
@@ -968,6 +975,9 @@ def render_kbs(out: dict[str, Any]) -> str:
         if kb["indexed"]:
             lines.append(f"{kb['name']}: {kb['documents']} documents, {kb['chunks']} chunks, "
                          f"last sync {kb['last_sync']} (generation {kb['generation']}) — {kb['root']}")
+            for key, mark in (("folders", ""), ("tags", "#")):
+                if kb.get(key):
+                    lines.append(f"  {key}: " + ", ".join(f"{mark}{k} ({n})" for k, n in kb[key].items()))
         else:
             lines.append(f"{kb['name']}: {kb.get('error') or 'not indexed'} — {kb['root']}")
     return "\n".join(lines + _notes(out))

@@ -36,7 +36,7 @@ import numpy as np
 from .dialects import DATE_FIELDS, date_key, fold, strip_suffix
 from .errors import QueryError
 
-__all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_words"]
+__all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_outline", "scope_words"]
 
 _GLOB = frozenset("*?[")
 
@@ -347,3 +347,20 @@ def _doc_spans(conn: Any) -> dict[int, tuple[str, str]]:
         if span:
             spans[int(doc)] = span
     return spans
+
+
+def scope_outline(conn: Any, limit: int = 12) -> dict[str, Any]:
+    """The KB's top-level folders and its tags, each with how many documents it holds, most
+    first (``limit`` of each): what ``--in`` and ``--tag`` can take, for ``pnk status`` and
+    the MCP ``pinakes_kbs`` tool."""
+    folders: dict[str, int] = {}
+    for (path,) in conn.execute("SELECT path FROM documents"):
+        head, sep, _ = str(path).partition("/")
+        if sep:
+            folders[head] = folders.get(head, 0) + 1
+    tags = {t: len(docs) for t, docs in _tag_index(conn).items()}
+
+    def top(counts: dict[str, int]) -> dict[str, int]:
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
+
+    return {"folders": top(folders), "folders_total": len(folders), "tags": top(tags), "tags_total": len(tags)}

@@ -188,6 +188,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     assert [k["name"] for k in kbs] == ["lights"]
     assert kbs[0]["indexed"] and kbs[0]["documents"] == 4 and kbs[0]["chunks"] >= 6
     assert kbs[0]["last_sync"].endswith("Z")
+    assert kbs[0]["folders"] == {"guide": 2, "ops": 2} and kbs[0]["tags"]["lighthouses"] == 2
 
     # pinakes_search: kb omitted (one KB served), structured hits, text rendering
     res = await call("pinakes_search", {"query": "prism rings that bend lamp light into a beam"})

@@ -165,3 +165,14 @@ def test_a_sync_refreshes_what_a_scope_holds(kb) -> None:
     kb.sync()
     assert "home/2024-06-01.md" in paths(kb.search("oven", tags=["chores"]))
     assert paths(kb.search("oven", since="2024-06")) == {"home/2024-06-01.md"}
+
+
+def test_status_outlines_the_folders_and_tags_a_scope_can_take(kb) -> None:
+    """``pnk status`` (and the MCP ``pinakes_kbs`` tool) list the top folders and tags with
+    their document counts, most first: what --in and --tag can be given."""
+    info = kb.status()
+    assert info["folders"] == {"work": 11, "home": 2, "Notes [old]": 1} and info["folders_total"] == 3
+    assert info["tags"] == {"chores": 2, "food/baking": 1, "food/growing": 1, "work": 1}
+    res = CliRunner().invoke(cli, ["status", "--kb", str(kb.root)])
+    assert "  folders    work 11, home 2, Notes [old] 1\n" in res.output
+    assert "  tags       #chores 2, #food/baking 1, #food/growing 1, #work 1\n" in res.output

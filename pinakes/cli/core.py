@@ -172,6 +172,11 @@ def status(kb_path: str | None, json_: bool) -> None:
     if info.get("calibration"):
         cal = info["calibration"]
         rows.append(("confidence", in_force_line(cal) + (f"\n{'':13}warning: {cal['problem']}" if cal["problem"] else "")))
+    for key, mark in (("folders", ""), ("tags", "#")):  # what --in and --tag can take
+        if info.get(key):
+            more = info[f"{key}_total"] - len(info[key])
+            rows.append((key, ", ".join(f"{mark}{k} {v}" for k, v in info[key].items())
+                         + (f", +{more} more" if more > 0 else "")))
     if info.get("edges_by_kind"):
         rows.append(("nodes", ", ".join(f"{k} {v}" for k, v in sorted(info["nodes_by_kind"].items()))))
         rows.append(("edges", ", ".join(f"{k} {v}" for k, v in sorted(info["edges_by_kind"].items()))))
