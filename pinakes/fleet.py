@@ -12,7 +12,7 @@ import dataclasses
 import shlex
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,8 +150,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
                 entities: Sequence[str] = (), concepts: Sequence[str] = (),
                 channel: str | None = None, graph_roots: int | None = None,
                 skipped: Sequence[dict[str, str]] = (), explain: bool = False,
-                within: Sequence[str] = (), tags: Sequence[str] = (),
-                since: str | None = None, until: str | None = None) -> FleetResult:
+                scope: Mapping[str, Any] | None = None) -> FleetResult:
     """Search several KBs and merge by fused score (each hit says its ``kb``).
 
     ``graph_roots``: see :func:`pinakes.search.hybrid_search` (document-grouped
@@ -166,7 +165,8 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
     naming it. ``skipped`` carries KBs the caller already had to leave out.
     ``explain``: see :meth:`pinakes.kb.KB.search`; over several KBs the query's
     explanation is ``{"by_kb": {name: explanation}}`` (each hit keeps its own).
-    ``within``, ``tags``, ``since`` and ``until`` scope each KB's search (:mod:`pinakes.scope`); over several KBs,
+    ``scope`` (``within``, ``tags``, ``since``, ``until``, ``not_within``: the keywords of
+    :meth:`pinakes.kb.KB.search`) scopes each KB's search (:mod:`pinakes.scope`); over several KBs,
     one with nothing in scope adds no hits (listed in ``skipped``), and only when none has
     anything in scope is it an error.
     """
@@ -180,8 +180,7 @@ def search_many(kbs: Sequence[KB], query: str, k: int | None = None,
         name = label(kb)
         try:
             result = kb.search(query, k=k, entities=entities, concepts=concepts, channel=channel,
-                               graph_roots=graph_roots, explain=explain, within=within, tags=tags,
-                               since=since, until=until)
+                               graph_roots=graph_roots, explain=explain, **(scope or {}))
         except OutOfScope as exc:
             if len(kbs) == 1 and not left_out:
                 raise

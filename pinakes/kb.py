@@ -368,7 +368,7 @@ class KB:
                channels: Sequence[str] | None = None, graph_roots: int | None = None,
                explain: bool = False, within: Sequence[str] = (),
                tags: Sequence[str] = (), since: str | None = None,
-               until: str | None = None) -> SearchResult:
+               until: str | None = None, not_within: Sequence[str] = ()) -> SearchResult:
         """Hybrid search; see :mod:`pinakes.search` (``channels``, ``graph_roots``: for eval).
 
         ``explain``: keep every stage's record, on the result and on each hit
@@ -376,13 +376,13 @@ class KB:
         ``within`` (folders, files or globs from the KB's root, or absolute paths inside
         it) and ``tags`` scope the search to the documents under one of those paths that
         carry every tag, and ``since`` / ``until`` (``2024``, ``2024-03``, ``2024-03-14``) to
-        the documents dated in that span (:mod:`pinakes.scope`); none there is an
-        :class:`~pinakes.scope.OutOfScope` error.
+        the documents dated in that span, leaving out those under ``not_within``
+        (:mod:`pinakes.scope`); none there is an :class:`~pinakes.scope.OutOfScope` error.
         """
         from .scope import make_scope
 
-        scoped = within or tags or since or until
-        scope = make_scope(within, tags, self.root, since, until) if scoped else None
+        scoped = within or tags or since or until or not_within
+        scope = make_scope(within, tags, self.root, since, until, not_within) if scoped else None
         return hybrid_search(self.search_inputs(), query, k=k, entities=entities,
                              concepts=concepts, channel=channel, channels=channels,
                              graph_roots=graph_roots, explain=explain, scope=scope)

@@ -30,7 +30,7 @@ import ipaddress
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -425,10 +425,10 @@ class PinakesServer:
     def search(self, query: str, kb: str | None = None, k: int | None = None,
                entities: Sequence[str] = (), concepts: Sequence[str] = (),
                channel: str | None = None, explain: bool = False,
-               within: Sequence[str] = (), tags: Sequence[str] = (),
-               since: str | None = None, until: str | None = None) -> dict[str, Any]:
+               scope: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Hybrid search, capped and fitted to the response budget (``explain`` included);
-        ``within`` and ``tags`` scope it (:mod:`pinakes.scope`, paths from each KB's root)."""
+        ``scope`` (the scope keywords of :meth:`pinakes.kb.KB.search`, paths from each KB's
+        root) keeps it to part of each KB."""
         if not query.strip():
             raise ToolError("the query is empty")
         kbs = self.pick_many(kb)
@@ -441,8 +441,7 @@ class PinakesServer:
         from .fleet import label
 
         result = search_many(kbs, query, k=k, entities=list(entities), concepts=list(concepts),
-                             channel=channel, explain=explain, within=list(within), tags=list(tags),
-                             since=since, until=until)
+                             channel=channel, explain=explain, scope=scope)
         names = {id(kb_): served for served, kb_ in self.kbs.items()}
         label_of = {label(kb_): names[id(kb_)] for kb_ in kbs}
         hits = []
@@ -761,9 +760,11 @@ class PinakesServer:
             tags: Annotated[list[str] | None, Field(description="Search only documents carrying every one of these tags (front matter or #tag; 'project' also matches #project/alpha).")] = None,
             since: Annotated[str | None, Field(description="Search only documents dated from this day on: '2024', '2024-03' or '2024-03-14' (a journal day or chat session, by front matter date/created or file name).")] = None,
             until: Annotated[str | None, Field(description="Search only documents dated up to this day, included: '2024', '2024-03' or '2024-03-14'.")] = None,
+            not_within: Annotated[list[str] | None, Field(description="Leave out the documents under these folders or files, or matching a glob, e.g. ['archive'].")] = None,
         ) -> Annotated[CallToolResult, SearchOut]:
             out = server.search(query, kb, k, entities or (), concepts or (), channel, explain,
-                                within or (), tags or (), since, until)
+                                {"within": within or (), "tags": tags or (), "since": since, "until": until,
+                                 "not_within": not_within or ()})
             return _result(out, render_search(out))
 
         @guard

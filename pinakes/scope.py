@@ -53,12 +53,15 @@ class Scope:
     tags: tuple[str, ...] = ()
     since: str = ""  # the first day in the span (YYYY-MM-DD), "" for no bound
     until: str = ""  # the last day in the span, "" for no bound
+    not_within: tuple[str, ...] = ()  # folders, files or globs left out (an archive)
 
     def __bool__(self) -> bool:
-        return bool(self.within or self.tags or self.since or self.until)
+        return bool(self.within or self.tags or self.since or self.until or self.not_within)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"within": list(self.within), "tags": list(self.tags)}
+        if self.not_within:
+            out["not_within"] = list(self.not_within)
         if self.since or self.until:
             out.update(since=self.since or None, until=self.until or None)
         return out
@@ -86,18 +89,30 @@ class ScopedDocs:
 
 
 def make_scope(within: Iterable[str] = (), tags: Iterable[str] = (), root: Path | None = None,
-               since: str | None = None, until: str | None = None) -> Scope:
+               since: str | None = None, until: str | None = None,
+               not_within: Iterable[str] = ()) -> Scope:
     """A :class:`Scope` from what a user or agent wrote; a clear :class:`QueryError` for a bad part.
 
     A path is from the KB's root (``notes/work``), or absolute inside the KB ``root``
     (the CLI passes a path it found from the current folder that way); the root itself
     (``.``) is the whole KB. One leading outside is :class:`OutOfScope` (a fleet
     search skips that KB). ``since`` / ``until``: ``2024``, ``2024-03`` or ``2024-03-14``.
+    ``not_within`` (paths as ``within``) leaves documents out; one outside the KB leaves
+    nothing out, and the whole KB is refused.
     """
+    left_out: list[str] = []
+    for raw in not_within:
+        if not isinstance(raw, str):
+            raise QueryError(f"a scope path must be text (got {raw!r})")
+        rel = _kb_relative(raw, root)
+        if rel == ".":
+            raise QueryError(f"leaving out {raw!r} leaves out the whole knowledge base")
+        if rel is not None and rel not in left_out:
+            left_out.append(rel)
     first, last = _day(since, "since", first=True), _day(until, "until", first=False)
     if first and last and first > last:
         raise QueryError(f"since {since} is after until {until}")
-    dates = {"since": first, "until": last}
+    dates: dict[str, Any] = {"since": first, "until": last, "not_within": tuple(left_out)}
     paths: list[str] = []
     for raw in within:
         if not isinstance(raw, str):
@@ -204,6 +219,10 @@ def resolve_scope(conn: Any, scope: Scope, memo: dict[str, Any] | None = None,
             if not tagged:
                 raise OutOfScope(_nothing_in(Scope(tags=(tag,))) + _nearest((tag,), index, "#"))
             docs = tagged if docs is None else docs & tagged
+    if scope.not_within:
+        if docs is None:
+            docs = {int(r[0]) for r in conn.execute("SELECT doc FROM documents")}
+        docs -= _docs_within(conn, scope.not_within)
     found = tuple(sorted(docs or ()))
     if not found:
         raise OutOfScope(_nothing_in(scope))
@@ -237,6 +256,8 @@ def _nothing_in(scope: Scope) -> str:
     under = " or ".join(repr(w) for w in scope.within)
     tagged = " and ".join(f"#{t}" for t in scope.tags)
     dated = f" dated {_span_words(scope)}" if scope.since or scope.until else ""
+    if scope.not_within:
+        dated += " outside " + " and ".join(repr(w) for w in scope.not_within)
     if under and tagged:
         return f"no document under {under} is tagged {tagged}{dated}"
     if under or tagged:
@@ -255,6 +276,8 @@ def scope_words(scope: Mapping[str, Any]) -> str:
         parts.append("tagged " + " and ".join(f"#{t}" for t in scope["tags"]))
     if scope.get("since") or scope.get("until"):
         parts.append("dated " + _span_words(scope))
+    if scope.get("not_within"):
+        parts.append("not under " + " or ".join(scope["not_within"]))
     return ", ".join(parts)
 
 

@@ -178,7 +178,7 @@ async def exercise(session: ClientSession, kb: KB, tmp_path: Path) -> None:
     assert "one hop" in by_name["pinakes_links"].description
     assert "don't page" in by_name["pinakes_links"].description
     assert set(by_name["pinakes_search"].input_schema["properties"]) == {
-        "query", "kb", "k", "entities", "concepts", "channel", "explain", "within", "tags", "since", "until"}
+        "query", "kb", "k", "entities", "concepts", "channel", "explain", "within", "tags", "since", "until", "not_within"}
     assert by_name["pinakes_read"].input_schema["required"] == ["doc_id"]
 
     call = session.call_tool

@@ -1,4 +1,5 @@
-"""Scoped search: ``pnk search --in PATH --tag TAG``, ``KB.search(within=, tags=)`` (pinakes/scope.py)."""
+"""Scoped search: ``pnk search --in PATH --tag TAG --since D --until D --not-in PATH``,
+``KB.search(within=, tags=, since=, until=, not_within=)`` (pinakes/scope.py)."""
 
 from __future__ import annotations
 
@@ -103,11 +104,11 @@ def test_a_fleet_search_skips_a_kb_with_nothing_in_scope(kb, make_kb) -> None:
     other = make_kb({"recipes/bread.md": "# Bread\n\nA sourdough loaf needs a lively starter.\n"},
                     name="recipes")
     other.sync()
-    both = search_many([kb, other], "sourdough starter", k=3, within=["recipes"])
+    both = search_many([kb, other], "sourdough starter", k=3, scope={"within": ["recipes"]})
     assert paths(both) == {"recipes/bread.md"}
     assert both.skipped == [{"kb": fleet.label(kb), "reason": "no document is under 'recipes'"}]
     with pytest.raises(OutOfScope, match="in no knowledge base"):
-        search_many([kb, other], "sourdough", within=["nowhere"])
+        search_many([kb, other], "sourdough", scope={"within": ["nowhere"]})
 
 
 def test_show_lists_the_tags_a_scope_matches(kb) -> None:
@@ -176,3 +177,18 @@ def test_status_outlines_the_folders_and_tags_a_scope_can_take(kb) -> None:
     res = CliRunner().invoke(cli, ["status", "--kb", str(kb.root)])
     assert "  folders    work 11, home 2, Notes [old] 1\n" in res.output
     assert "  tags       #chores 2, #food/baking 1, #food/growing 1, #work 1\n" in res.output
+
+
+def test_not_in_leaves_a_folder_out(kb) -> None:
+    """--not-in: everything but an archive; alone or with the other parts of a scope."""
+    everything = kb.search("sourdough starter feeding", k=20, not_within=["work/bakery"])
+    assert everything.hits and not any(h.path.startswith("work/bakery/") for h in everything.hits)
+    assert everything.scope["not_within"] == ["work/bakery"] and everything.scope["documents"] == 4
+    assert paths(kb.search("bake", within=["home"], not_within=["home/garden.md"])) == {"home/kitchen.md"}
+    assert kb.search("bake", not_within=["../elsewhere"]).scope is None  # outside: leaves out nothing
+    with pytest.raises(OutOfScope, match="^no document is under 'home', outside 'home'$"):
+        kb.search("bake", within=["home"], not_within=["home"])
+    with pytest.raises(QueryError, match="leaves out the whole knowledge base"):
+        kb.search("bake", not_within=["."])
+    res = CliRunner().invoke(cli, ["search", "bake", "--kb", str(kb.root), "--not-in", "work", "--not-in", "home"])
+    assert res.exit_code == 0 and "searched 1 document not under work or home" in res.output

@@ -138,6 +138,15 @@ def channel_line(state: dict[str, Any]) -> str:
     return f"{line}\n{'':<13}{when}"
 
 
+def scope_of(kbs: Sequence[Any], within: Sequence[str] = (), tags: Sequence[str] = (),
+             since: str | None = None, until: str | None = None,
+             not_within: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``--in``/``--tag``/``--since``/``--until``/``--not-in`` options as the scope
+    keywords of :meth:`pinakes.kb.KB.search`, paths read from here (:func:`scope_paths`)."""
+    return {"within": scope_paths(within, kbs), "tags": tuple(tags), "since": since, "until": until,
+            "not_within": scope_paths(not_within, kbs)}
+
+
 def scope_paths(within: Sequence[str], kbs: Sequence[Any]) -> tuple[str, ...]:
     """``--in`` paths as a scoped search reads them (:mod:`pinakes.scope`).
 
@@ -158,13 +167,16 @@ def scope_paths(within: Sequence[str], kbs: Sequence[Any]) -> tuple[str, ...]:
 
 
 def scope_options(fn: Any) -> Any:
-    """``--in PATH``, ``--tag TAG``, ``--since`` and ``--until``, as ``pnk search`` and ``pnk ask``
-    take them."""
+    """``--in PATH``, ``--tag TAG``, ``--since``, ``--until`` and ``--not-in PATH``, as ``pnk search``
+    and ``pnk ask`` take them (:func:`scope_of` reads them)."""
     fn = click.option("--until", metavar="DATE",
                       help="Only documents dated up to DATE (2024, 2024-03 or 2024-03-14, included).")(fn)
     fn = click.option("--since", metavar="DATE",
                       help="Only documents dated from DATE on (2024, 2024-03 or 2024-03-14): a journal "
                            "day or chat session, by front matter (date, created) or file name.")(fn)
+    fn = click.option("--not-in", "not_within", multiple=True, metavar="PATH",
+                      help="Leave out the documents under this folder or file, or matching this "
+                           "glob (`archive`); repeatable.")(fn)
     fn = click.option("--tag", "tags", multiple=True, metavar="TAG",
                       help="Only documents tagged TAG, in front matter or as #TAG; #a/b counts "
                            "for a (repeatable: every tag).")(fn)

@@ -19,8 +19,8 @@ from .common import (  # noqa: F401  (kb_option, json_option, open_kb, echo_json
     json_option,
     kb_option,
     open_kb,
+    scope_of,
     scope_options,
-    scope_paths,
 )
 from .group import cli
 
@@ -217,8 +217,7 @@ def _highlight(snippet: str, spans: list[tuple[int, int]] | list[list[int]]) -> 
 @json_option
 def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple[str, ...],
            concepts: tuple[str, ...], channel: str | None, chunks: bool, json_: bool,
-           explain: bool = False, within: tuple[str, ...] = (), tags: tuple[str, ...] = (),
-           since: str | None = None, until: str | None = None) -> None:
+           explain: bool = False, **scope_args: Any) -> None:
     """Hybrid search: BM25 and embeddings together, fused; offline and free.
 
     Shows the k best documents, each at its best-matching section, with the
@@ -226,9 +225,10 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     by one instead. --json keeps `hits` (the k best chunks, the MCP tool's
     shape) and adds `documents` (the grouping), unless --chunks is given.
     --explain adds each stage's numbers (`explain` in --json), in the order
-    the search ran them; the ranking is the same. --in, --tag, --since and
-    --until search only part of the KB (`--in journal --since 2024-03`);
-    `scope` in --json says how many documents that was.
+    the search ran them; the ranking is the same. --in, --tag, --since,
+    --until and --not-in search only part of the KB (`--in journal --since
+    2024-03 --not-in journal/private`); `scope` in --json says how many
+    documents that was.
 
     The last lines give a calibrated confidence that the hits hold the
     answer. Under [retrieval] abstain_below the search abstains and says which
@@ -243,7 +243,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     skipped: list[dict[str, str]] = []
     kbs = open_kbs(refs, skipped=skipped)
     want = k or int(kbs[0].config.retrieval["k"])
-    within = scope_paths(within, kbs)
+    scope = scope_of(kbs, **scope_args)
 
     def warn(result: Any) -> None:
         for s in getattr(result, "skipped", ()):  # one bad KB of a fleet search: a warning
@@ -255,8 +255,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
 
     if chunks:
         result = search_many(kbs, query, k=k, entities=entities, concepts=concepts, channel=channel,
-                             skipped=skipped, explain=explain, within=within, tags=tags,
-                             since=since, until=until)
+                             skipped=skipped, explain=explain, scope=scope)
         warn(result)
         notice(result)
         if json_:
@@ -268,7 +267,7 @@ def search(query: str, kb_paths: tuple[str, ...], k: int | None, entities: tuple
     # More chunks than documents shown, so k documents fill; the graph channel keeps its k seeds.
     raw = search_many(kbs, query, k=max(want, DOCUMENT_CHUNKS), entities=entities,
                       concepts=concepts, channel=channel, graph_roots=want, skipped=skipped,
-                      explain=explain, within=within, tags=tags, since=since, until=until)
+                      explain=explain, scope=scope)
     warn(raw)
     notice(raw)
     grouped = documents_result(raw, want)

@@ -39,8 +39,7 @@ def add_commands(cli: click.Group) -> None:
     def ask(question: str | None, kb_path: str | None, deep: bool, dry_run: bool, yes: bool,
             max_eur: float | None, backend: str | None, model: str | None, base_url: str | None,
             write_suggestions: bool, show_id: str | None, spent: bool, month: str | None,
-            all_time: bool, json_: bool, within: tuple[str, ...] = (), tags: tuple[str, ...] = (),
-            since: str | None = None, until: str | None = None) -> None:
+            all_time: bool, json_: bool, **scope_args: Any) -> None:
         """Answer QUESTION from the knowledge base, with citations.
 
         \b
@@ -50,11 +49,12 @@ def add_commands(cli: click.Group) -> None:
         prints an estimate first, asks above confirm_above_eur and ends with a
         receipt. Each paid call is appended to the KB's spend ledger and each run
         leaves a transcript, both in .pinakes-ledger/ (commit it; deleting .pinakes/
-        does not touch it). `pnk ask --spent` sums the ledger. --in, --tag, --since and
-        --until keep every search of the run to part of the KB, as `pnk search` does.
+        does not touch it). `pnk ask --spent` sums the ledger. --in, --tag, --since,
+        --until and --not-in keep every search of the run to part of the KB, as `pnk
+        search` does.
         See docs/deep.md.
         """
-        from pinakes.cli.common import open_kb, scope_paths
+        from pinakes.cli.common import open_kb, scope_of
 
         from . import transcript as tr
         from .settings import no_backend_hint, resolve
@@ -86,7 +86,7 @@ def add_commands(cli: click.Group) -> None:
             raise click.UsageError("give a QUESTION (or --show-transcript ID)")
         settings = resolve(kb, backend=backend, model=model, base_url=base_url, max_eur=max_eur,
                            require_backend=False)
-        scope = {"within": scope_paths(within, [kb]), "tags": tags, "since": since, "until": until}
+        scope = scope_of([kb], **scope_args)
         if settings is None:
             res = kb.search(question, k=5, **scope)
             # No backend means no model and so no price: there is nothing to estimate.
