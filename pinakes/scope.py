@@ -35,10 +35,11 @@ import numpy as np
 
 from .dialects import DATE_FIELDS, date_key, fold, strip_suffix
 from .errors import QueryError
+from .fsutil import glob_regex
 
 __all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_outline", "scope_words"]
 
-_GLOB = frozenset("*?[")
+_GLOB = frozenset("*?")
 
 
 class OutOfScope(QueryError):
@@ -301,17 +302,28 @@ def _tag_key(tag: str) -> str:
 
 
 def _docs_within(conn: Any, within: Sequence[str]) -> set[int]:
-    """Documents at or under any of ``within``. A path that names none but holds ``*``, ``?``
-    or ``[`` is a glob, matched against the whole path (``*`` across folders); so a folder
-    really named ``Notes [old]`` is still found by its name."""
+    """Documents at or under any of ``within``. A path that names none but holds ``*`` or
+    ``?`` is a glob as ``include`` reads one (``*`` within a folder name, ``**`` across
+    folders, ``**/x.md`` at any depth, the root too), matched against a document's path or
+    any of its folders: ``notes/2024-*`` takes the files and the folders it names."""
     found: set[int] = set()
+    rows: list[tuple[int, str]] | None = None
     for w in within:
         docs = {int(r[0]) for r in conn.execute(
             "SELECT doc FROM documents WHERE path = ? OR substr(path, 1, ?) = ?", (w, len(w) + 1, w + "/"))}
         if not docs and _GLOB & set(w):
-            docs = {int(r[0]) for r in conn.execute("SELECT doc FROM documents WHERE path GLOB ?", (w,))}
+            if rows is None:
+                rows = [(int(d), str(p)) for d, p in conn.execute("SELECT doc, path FROM documents")]
+            pattern = glob_regex(w)
+            docs = {d for d, p in rows if any(pattern.match(part) for part in _and_folders(p))}
         found |= docs
     return found
+
+
+def _and_folders(path: str) -> list[str]:
+    """``a/b/c.md`` -> ``["a/b/c.md", "a", "a/b"]``: a path and each folder it is in."""
+    parts = path.split("/")
+    return [path] + ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _tag_index(conn: Any) -> dict[str, set[int]]:

@@ -55,6 +55,8 @@ def test_folders_files_globs_and_tags(kb) -> None:
     assert paths(kb.search(q, within=["work/meetings", "home/garden.md"])) == {
         "work/meetings/standup.md", "home/garden.md"}  # any of the paths
     assert paths(kb.search(q, within=["work/*/s*"])) == {"work/meetings/standup.md"}  # a glob
+    assert paths(kb.search(q, within=["work/m*"])) == {"work/meetings/standup.md"}  # a folder it names
+    assert paths(kb.search(q, within=["**/kitchen.md", "**/oven.md"])) == {"home/kitchen.md", "Notes [old]/oven.md"}
     assert paths(kb.search(q, within=["Notes [old]"])) == {"Notes [old]/oven.md"}  # a name, not a glob
     assert paths(kb.search(q, within=["./home/../home/"])) <= {"home/kitchen.md", "home/garden.md"}
     assert kb.search(q, within=["."]).scope is None  # the root: the whole KB
@@ -192,3 +194,13 @@ def test_not_in_leaves_a_folder_out(kb) -> None:
         kb.search("bake", not_within=["."])
     res = CliRunner().invoke(cli, ["search", "bake", "--kb", str(kb.root), "--not-in", "work", "--not-in", "home"])
     assert res.exit_code == 0 and "searched 1 document not under work or home" in res.output
+
+
+def test_a_glob_reads_as_include_does(make_kb) -> None:
+    """``**/`` is any depth, the root too; ``*`` stays within a name and takes the folders it names."""
+    kb = make_kb({"plan.md": "# Plan\n\nRoot plan.\n", "a/plan.md": "# Plan A\n\nA plan.\n",
+                  "a/b/plan.md": "# Plan B\n\nB plan.\n", "a/notes.md": "# Notes\n\nA plan too.\n"})
+    kb.sync()
+    assert paths(kb.search("plan", within=["**/plan.md"])) == {"plan.md", "a/plan.md", "a/b/plan.md"}
+    assert paths(kb.search("plan", within=["a/*.md"])) == {"a/plan.md", "a/notes.md"}
+    assert paths(kb.search("plan", within=["a/*"])) == {"a/plan.md", "a/notes.md", "a/b/plan.md"}

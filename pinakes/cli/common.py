@@ -182,5 +182,5 @@ def scope_options(fn: Any) -> Any:
                            "for a (repeatable: every tag).")(fn)
     return click.option("--in", "within", multiple=True, metavar="PATH",
                         help="Only the documents under this folder or file, or matching this glob "
-                             "(`notes/2024-*`); from the current folder or the KB's root "
-                             "(repeatable: any).")(fn)
+                             "(`notes/2024-*`, `**/README.md`, as include reads one); from the "
+                             "current folder or the KB's root (repeatable: any).")(fn)
