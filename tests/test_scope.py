@@ -156,6 +156,12 @@ def test_a_span_of_dates_keeps_the_notes_dated_in_it(make_kb) -> None:
     res = CliRunner().invoke(cli, ["search", "dentist", "--kb", str(kb.root), "--since", "2024-04-03",
                                    "--until", "2024-04-08"])
     assert res.exit_code == 0 and "searched 1 document dated 2024-04-03 to 2024-04-08" in res.output
+    # pnk show says what a note is dated, as the span reads it
+    assert kb.show("journal/wed.md")["dated"] == ["2024-03-20", "2024-03-20"]
+    assert kb.show("journal/2024-05 review.md")["dated"] == ["2024-05-01", "2024-05-31"]
+    assert kb.show("dentist.md")["dated"] is None
+    res = CliRunner().invoke(cli, ["show", "journal/2024-05 review.md", "--kb", str(kb.root)])
+    assert "  dated    2024-05-01 to 2024-05-31\n" in res.output
 
 
 def test_a_sync_refreshes_what_a_scope_holds(kb) -> None:

@@ -398,6 +398,9 @@ def show(doc: str, kb_path: str | None, json_: bool) -> None:
     tags = [*info["tags"], *(f"#{t}" for t in info.get("inline_tags", []))]
     if tags:
         click.echo(f"  tags     {', '.join(tags)}")
+    if info.get("dated"):  # what --since and --until read
+        first, last = info["dated"]
+        click.echo(f"  dated    {first if first == last else f'{first} to {last}'}")
     desc = info["front_matter"].get("description") if isinstance(info["front_matter"], dict) else None
     if desc:
         click.echo(f"  about    {desc}")
