@@ -256,16 +256,16 @@ def _hugo_translations(site: Path, root: Path) -> list[tuple[Path, str]]:
         if m:
             default = m.group(1).lower()
             break
-    try:
+    own = content / default
+    what = f"translations of {own.relative_to(root).as_posix()}/"
+    try:  # an unreadable folder: no copies named, init goes on
         langs = sorted(p for p in content.iterdir() if p.is_dir() and _LANGUAGE.match(p.name))
+        if own not in langs or len(langs) < 2:
+            return []
+        mirrored = {p.name for p in own.iterdir()}
+        return [(p, what) for p in langs if p != own and mirrored & {q.name for q in p.iterdir()}]
     except OSError:
         return []
-    own = content / default
-    if own not in langs or len(langs) < 2:
-        return []
-    mirrored = {p.name for p in own.iterdir()}
-    what = f"translations of {own.relative_to(root).as_posix()}/"
-    return [(p, what) for p in langs if p != own and mirrored & {q.name for q in p.iterdir()}]
 
 
 #: Plain-text formats other tools write: Simplenote and nvALT notes (``.txt``), Sphinx's

@@ -205,6 +205,21 @@ def test_init_leaves_out_a_hugo_sites_other_languages(tmp_path) -> None:
     assert "# exclude = " in (one / "pinakes.toml").read_text("utf-8")  # one language: nothing left out
 
 
+def test_an_unreadable_language_folder_does_not_stop_init(tmp_path, monkeypatch) -> None:
+    """A folder init cannot list names no copies; init goes on (no traceback)."""
+    site = _folder(tmp_path / "site", {"hugo.toml": "", "content/en/a.md": "# A\n", "content/fr/a.md": "# A\n"})
+    listdir = Path.iterdir
+
+    def refuse(self: Path):
+        if self.name == "fr":
+            raise PermissionError(13, "Permission denied", str(self))
+        return listdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    res = CliRunner().invoke(cli, ["init", str(site)])
+    assert res.exit_code == 0 and "Left out" not in res.output and "Traceback" not in res.output
+
+
 def test_a_quarto_project_is_indexed_from_init(tmp_path) -> None:
     """Quarto pages (.qmd: Markdown with code cells) are notes: init includes them, links reach them."""
     site = _folder(tmp_path / "quarto", {
