@@ -15,3 +15,4 @@ echo
 .venv/bin/pnk search --kb "$kb" "$query" -k 5
 echo
 echo "Try your own: .venv/bin/pnk search --kb $kb \"...\"   (or pnk init your own folder: README.md)"
+echo "Narrow it to part of the KB with --in dense or --tag rag (pnk status --kb $kb lists its folders and tags)."
