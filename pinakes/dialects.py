@@ -342,14 +342,12 @@ def _served_path(bare: str, front_matter: Mapping[str, Any]) -> str:
     """
     folder, _, stem = bare.rpartition("/")
     post = _POST.match(stem) if "_posts" in folder.split("/") else None
-    for key in ("slug", "id"):
-        value = front_matter.get(key)
-        if isinstance(value, str) and _PAGE_ID.match(value.strip()):
-            stem = value.strip()
-            break
+    page_id = next((v.strip() for key in ("slug", "id")
+                    if isinstance(v := front_matter.get(key), str) and _PAGE_ID.match(v.strip())), None)
     if post:
-        return fold(_post_address(folder, post, stem if stem != post.group(0) else post.group(4),
-                                  front_matter))
+        title = page_id if page_id and page_id != post.group(0) else post.group(4)
+        return fold(_post_address(folder, post, title, front_matter))
+    stem = page_id or stem
     served = served_key(fold(f"{folder}/{stem}" if folder else stem))
     if served == fold(bare):
         return served  # served at its own path: no other name

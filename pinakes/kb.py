@@ -72,15 +72,6 @@ def _detects_damage(method: _F) -> _F:
     return guarded  # type: ignore[return-value]
 
 
-def _dated(path: str, front_matter: Any) -> tuple[str, str] | None:
-    """The first and last day a document is dated (what ``--since``/``--until`` read), or None."""
-    from .dialects import DATE_FIELDS
-    from .scope import doc_span
-
-    fm = front_matter if isinstance(front_matter, dict) else {}
-    return doc_span(path, [fm.get(f) for f in DATE_FIELDS])
-
-
 class KB:
     """A knowledge base: a folder with ``pinakes.toml``, its documents and its derived store."""
 
@@ -561,6 +552,8 @@ class KB:
             )
         ]
         meta = json.loads(row["meta"])
+        from .scope import note_span  # the day(s) --since / --until read the note as dated
+
         links = conn.execute(
             "SELECT l.rel, l.raw, l.origin, l.line, l.reason, l.kind, d.path FROM links l "
             "LEFT JOIN documents d ON d.ulid = l.dst_ulid AND l.dst_kb = '' "
@@ -590,7 +583,7 @@ class KB:
             "sidecar": row["sidecar_path"],
             "tags": json.loads(row["tags"]),
             "inline_tags": inline_tags,
-            "dated": list(span) if (span := _dated(row["path"], meta.get("front_matter"))) else None,
+            "dated": list(span) if (span := note_span(row["path"], meta.get("front_matter"))) else None,
             "front_matter": meta.get("front_matter", {}),
             "links": meta.get("sidecar", {}).get("links", []),
             "outgoing": outgoing,

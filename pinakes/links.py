@@ -557,17 +557,16 @@ def _path_lookups(kind: str, key: str, alt: str) -> list[tuple[str, str]]:
     guess = kind == "guess"
     base = fold(strip_suffix(key)) if key and not is_outside(key) else ""
     lookups = [(tier, base) for tier in (("path", "folder", "readme") if guess else ("path",))] if base else []
+    name = lookup_name(alt) if alt else ""
     if alt:
         from_root = kb_path(alt, "", root_relative=True)
         if from_root and not is_outside(from_root):
             lookups.append(("path", fold(strip_suffix(from_root))))
-        name = lookup_name(alt)
         if name:
             tiers = ("route", "name", "suffix", "folder-suffix") if guess else ("name", "suffix")
             lookups += [(tier, name) for tier in tiers]
     if guess:  # last: the address a docs site serves (ordering numbers and ids: dialects.served_key)
-        lookups += [("served", served_key(n)) for n in dict.fromkeys((base, lookup_name(alt) if alt else ""))
-                    if n]
+        lookups += [("served", served_key(n)) for n in dict.fromkeys((base, name)) if n]
     return lookups
 
 

@@ -247,12 +247,13 @@ def _parse_view(src: str, lines: list[str], toml_end: int | None,
     out = list(lines)
     if toml_end is not None:
         out[0] = out[toml_end] = "---"
-    moved = _unindent_bodies(src, out)
-    opened = _open_directives(src, out)
-    tocs = _toctree_links(src, out, forms)
-    roles = _site_link_roles(src, out, forms)
-    esm = code is not None and _mdx_statements(out, code)
-    return "\n".join(out) if toml_end is not None or moved or opened or tocs or roles or esm else src
+    _unindent_bodies(src, out)
+    _open_directives(src, out)
+    _toctree_links(src, out, forms)
+    _site_link_roles(src, out, forms)
+    if code is not None:
+        _mdx_statements(out, code)
+    return src if out == lines else "\n".join(out)
 
 
 #: The first line of an MDX page's ES module statement: ``import Tabs from '@theme/Tabs';``,
@@ -261,9 +262,9 @@ _ESM = re.compile(r"import[ \t]+[\w$*{'\"]|export[ \t]+(?:(?:default|const|let|v
                   r"|[{*])")
 
 
-def _mdx_statements(out: list[str], code: list[tuple[int, int]]) -> bool:
+def _mdx_statements(out: list[str], code: list[tuple[int, int]]) -> None:
     """Blank an MDX page's ``import`` and ``export`` statements in ``out``, adding their line
-    ranges to ``code``; whether there were any.
+    ranges to ``code``.
 
     Docusaurus and Nextra pages open with the components they use; MDX reads a statement
     from a line that starts with ``import`` or ``export`` to the next blank line. It is code
@@ -273,7 +274,6 @@ def _mdx_statements(out: list[str], code: list[tuple[int, int]]) -> bool:
     """
     end = _front_matter_end(out, "---", "...")
     fences = _Fences()
-    changed = False
     i = 0 if end is None else end + 1
     while i < len(out):
         line = out[i]
@@ -285,8 +285,6 @@ def _mdx_statements(out: list[str], code: list[tuple[int, int]]) -> bool:
             out[i] = ""
             i += 1
         code.append((start, i))
-        changed = True
-    return changed
 
 
 #: MyST (Sphinx, Jupyter Book) directives whose body is prose the page shows: admonitions,
@@ -299,9 +297,8 @@ _DIRECTIVE = re.compile(r" {0,3}(`{3,}|~{3,})\{([\w-]+)\}")
 _DIRECTIVE_OPTION = re.compile(r"\s*:[\w-]+:")
 
 
-def _open_directives(src: str, out: list[str]) -> bool:
-    """Blank a MyST prose directive's fence lines in ``out`` (``src``'s lines), keeping its body;
-    whether any was.
+def _open_directives(src: str, out: list[str]) -> None:
+    """Blank a MyST prose directive's fence lines in ``out`` (``src``'s lines), keeping its body.
 
     ````` ```{note} ````` ... ````` ``` ````` is a fence to CommonMark, so the note's
     links were no links; MyST renders its body as Markdown. Blanking the two fence lines
@@ -311,8 +308,7 @@ def _open_directives(src: str, out: list[str]) -> bool:
     (a syntax example) is left alone.
     """
     if "```{" not in src and "~~~{" not in src:
-        return False
-    changed = False
+        return
     fences = _Fences()
     opened: list[str] = []  # the fence markers of the prose directives open around this line
     options = False
@@ -320,7 +316,7 @@ def _open_directives(src: str, out: list[str]) -> bool:
         if fences.inside(line):
             continue
         if opened and _is_closing_fence(line, opened[-1]):
-            out[i], changed = "", True
+            out[i] = ""
             opened.pop()
             options = False
             continue
@@ -330,19 +326,18 @@ def _open_directives(src: str, out: list[str]) -> bool:
         options = False
         m = _DIRECTIVE.match(line)
         if m and m.group(2) in _PROSE_DIRECTIVES:
-            out[i], changed = "", True
+            out[i] = ""
             opened.append(m.group(1))
             options = True
         else:
             fences.opens(line)
-    return changed
 
 
 _TOCTREE = re.compile(r" {0,3}(`{3,}|~{3,}|:{3,})\{toctree\}")
 
 
-def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> bool:
-    """Write each entry of a MyST ``{toctree}`` in ``out`` as a list item linking to it; whether any.
+def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> None:
+    """Write each entry of a MyST ``{toctree}`` in ``out`` as a list item linking to it.
 
     A Sphinx or Jupyter Book site's pages are joined by their tables of contents: an index
     page's ``{toctree}`` lists its child pages by path (``install``, ``Title <guide/setup>``),
@@ -351,8 +346,7 @@ def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) 
     is no page of the KB and stays out.
     """
     if "{toctree}" not in src:
-        return False
-    changed = False
+        return
     fences = _Fences()
     i = 0
     while i < len(out):
@@ -365,7 +359,7 @@ def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) 
             fences.opens(line)
             i += 1
             continue
-        marker, changed = m.group(1), True
+        marker = m.group(1)
         out[i] = ""
         i += 1
         options = True
@@ -388,7 +382,6 @@ def _toctree_links(src: str, out: list[str], forms: dict[tuple[int, str], str]) 
         if i < len(out):
             out[i] = ""
         i += 1
-    return changed
 
 
 def _titled(text: str) -> tuple[str, str]:
@@ -441,9 +434,9 @@ def _template_page(dest: str) -> str | None:
     return None
 
 
-def _site_link_roles(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> bool:
+def _site_link_roles(src: str, out: list[str], forms: dict[tuple[int, str], str]) -> None:
     """Rewrite the links site generators expand (templated destinations and MyST ``{doc}``
-    roles) in ``out`` as Markdown links; whether any.
+    roles) in ``out`` as Markdown links.
 
     They are how those sites link pages (the site builds the URL), and CommonMark reads
     none as a link. A ``{doc}`` path keeps Sphinx's meaning: from the linking page's
@@ -457,7 +450,7 @@ def _site_link_roles(src: str, out: list[str], forms: dict[tuple[int, str], str]
     templated = "{{" in src or "{%" in src
     role = "{doc}`" in src
     if not templated and not role:
-        return False
+        return
 
     line_no = 0
 
@@ -476,21 +469,17 @@ def _site_link_roles(src: str, out: list[str], forms: dict[tuple[int, str], str]
         forms[(line_no, path.partition("#")[0])] = "doc-role"
         return f"[{title or path}](<{path}>)"
 
-    changed = False
     for i, line in enumerate(out):
         line_no = i + 1
-        new = line
-        if templated and "](" in new and "{" in new:
-            new = _DEST.sub(page, new)
-        if role and "{doc}`" in new:
-            new = _DOC_ROLE.sub(doc, new)
-        if new != line:
-            out[i], changed = new, True
-    return changed
+        if templated and "](" in line and "{" in line:
+            line = _DEST.sub(page, line)
+        if role and "{doc}`" in line:
+            line = _DOC_ROLE.sub(doc, line)
+        out[i] = line
 
 
-def _unindent_bodies(src: str, out: list[str]) -> bool:
-    """Move each MkDocs block's body in ``out`` (``src``'s lines) out by its indent; whether any moved.
+def _unindent_bodies(src: str, out: list[str]) -> None:
+    """Move each MkDocs block's body in ``out`` (``src``'s lines) out by its indent.
 
     CommonMark reads the four-space body of an admonition or a content tab as an indented
     code block: its links are no links, its lists no lists. The body is what the page shows
@@ -498,11 +487,10 @@ def _unindent_bodies(src: str, out: list[str]) -> bool:
     leading spaces go. Lines in a fence, and the front matter, are left alone.
     """
     if "!!!" not in src and "???" not in src and "===" not in src:
-        return False
+        return
     end = _front_matter_end(out, "---", "...")
     start = 0 if end is None else end + 1
     fences = _Fences()
-    changed = False
     for i in range(start, len(out)):
         line = out[i]
         if fences.inside(line) or fences.opens(line):
@@ -521,8 +509,6 @@ def _unindent_bodies(src: str, out: list[str]) -> bool:
                 out[j] = body[:base] + body[base + 1:]
             else:
                 break
-            changed = True
-    return changed
 
 
 def _normalize(text: object) -> str:

@@ -37,7 +37,8 @@ from .dialects import DATE_FIELDS, date_key, fold, strip_suffix
 from .errors import QueryError
 from .fsutil import glob_regex
 
-__all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "resolve_scope", "scope_clause", "scope_outline", "scope_words"]
+__all__ = ["OutOfScope", "Scope", "ScopedDocs", "make_scope", "note_span", "resolve_scope", "scope_clause",
+           "scope_outline", "scope_words"]
 
 _GLOB = frozenset("*?")
 
@@ -205,7 +206,7 @@ def resolve_scope(conn: Any, scope: Scope, memo: dict[str, Any] | None = None,
         docs = {d for d, (first, last) in cache["spans"].items()
                 if (not scope.since or last >= scope.since) and (not scope.until or first <= scope.until)}
         if not docs:
-            raise OutOfScope(f"no document is dated {_span_words(scope)}")
+            raise OutOfScope(f"no document is dated {_span_words(scope.since, scope.until)}")
     if scope.within:
         under = _docs_within(conn, scope.within)
         if not under:
@@ -256,7 +257,7 @@ def _nothing_in(scope: Scope) -> str:
     """``no document under 'notes' is tagged #work``: the one line an empty scope gets."""
     under = " or ".join(repr(w) for w in scope.within)
     tagged = " and ".join(f"#{t}" for t in scope.tags)
-    dated = f" dated {_span_words(scope)}" if scope.since or scope.until else ""
+    dated = f" dated {_span_words(scope.since, scope.until)}" if scope.since or scope.until else ""
     if scope.not_within:
         dated += " outside " + " and ".join(repr(w) for w in scope.not_within)
     if under and tagged:
@@ -276,16 +277,14 @@ def scope_words(scope: Mapping[str, Any]) -> str:
     if scope.get("tags"):
         parts.append("tagged " + " and ".join(f"#{t}" for t in scope["tags"]))
     if scope.get("since") or scope.get("until"):
-        parts.append("dated " + _span_words(scope))
+        parts.append("dated " + _span_words(scope.get("since"), scope.get("until")))
     if scope.get("not_within"):
         parts.append("not under " + " or ".join(scope["not_within"]))
     return ", ".join(parts)
 
 
-def _span_words(scope: Any) -> str:
+def _span_words(since: str | None, until: str | None) -> str:
     """``2024-03-01 to 2024-03-31``, ``from 2024-03-01``, ``up to 2024-03-31``."""
-    get = scope.get if isinstance(scope, Mapping) else lambda k: getattr(scope, k)
-    since, until = get("since"), get("until")
     if since and until:
         return f"{since} to {until}"
     return f"from {since}" if since else f"up to {until}"
@@ -362,6 +361,12 @@ def doc_span(path: str, dated: Sequence[Any]) -> tuple[str, str] | None:
         return _span_of(tuple(key[len("date:"):].split("-")))
     m = _NAME_DAY.search(stem) or _NAME_DAY.search(path)
     return _span_of(m.groups()) if m else None
+
+
+def note_span(path: str, front_matter: Any) -> tuple[str, str] | None:
+    """:func:`doc_span` of a note from its front matter (a mapping; anything else: none)."""
+    fm = front_matter if isinstance(front_matter, Mapping) else {}
+    return doc_span(path, [fm.get(f) for f in DATE_FIELDS])
 
 
 def _span_of(parts: tuple[str | None, ...]) -> tuple[str, str] | None:
